@@ -1,0 +1,74 @@
+"""Typed values shared by every environment: variants, step info, action outcomes, expert turns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TypedDict
+
+
+@dataclass(frozen=True)
+class Variant:
+    """Limits and seed ranges every variant has; environments subclass it with their own fields.
+
+    Seed ranges are half-open `[start, stop)`. Training and evaluation ranges are disjoint and are
+    written into every result.
+    """
+
+    max_turns: int = 5
+    max_actions_per_turn: int = 2
+    max_actions_per_episode: int = 10
+    format_penalty: float = -0.1
+    train_seeds: tuple[int, int] = (0, 1_000_000)
+    eval_seeds: tuple[int, int] = (1_000_000, 1_010_000)
+
+    def __post_init__(self) -> None:
+        a, b = self.train_seeds
+        c, d = self.eval_seeds
+        if not (a < b and c < d) or (a < d and c < b):
+            raise ValueError(f"train_seeds {self.train_seeds} and eval_seeds {self.eval_seeds} must be disjoint ranges")
+        if self.max_turns < 1 or self.max_actions_per_turn < 1 or self.max_actions_per_episode < 1:
+            raise ValueError("turn and action limits must be >= 1")
+
+
+class StepInfo(TypedDict, total=False):
+    """The `info` dict of `reset` and `step`. The first four keys are always present after `step`."""
+
+    success: bool
+    action_is_valid: bool
+    action_is_effective: bool
+    num_actions: int
+    invalid_reason: str  # "" when the turn was valid
+    turn: int
+    actions_left: int
+    admissible_actions: list[str]
+    seed: int
+
+
+REQUIRED_STEP_KEYS: dict[str, type] = {
+    "success": bool,
+    "action_is_valid": bool,
+    "action_is_effective": bool,
+    "num_actions": int,
+}
+
+
+@dataclass(frozen=True)
+class ActionOutcome:
+    """What one parsed action did. `valid=False` means nothing changed and `message` says why."""
+
+    valid: bool
+    reward: float = 0.0
+    effective: bool = False
+    message: str = ""
+
+    @staticmethod
+    def invalid(message: str) -> ActionOutcome:
+        return ActionOutcome(valid=False, message=message)
+
+
+@dataclass(frozen=True)
+class ExpertTurn:
+    """One expert turn: a short templated reasoning sentence and the actions to take."""
+
+    reasoning: str
+    actions: tuple[str, ...] = field(default_factory=tuple)
