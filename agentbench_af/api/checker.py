@@ -113,6 +113,7 @@ class _Checker:
         self.passed: list[str] = []
         self.vocab: tuple[str, ...] = ()
         self.expert_success = 0.0
+        self.current = "setup"
 
     def fail(self, check: str, message: str) -> CheckError:
         return CheckError(check, self.id, message)
@@ -120,6 +121,7 @@ class _Checker:
     @contextmanager
     def check(self, name: str) -> Iterator[None]:
         t0 = time.perf_counter()
+        self.current = name
         yield
         self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - t0
         self.passed.append(name)
@@ -130,7 +132,7 @@ class _Checker:
         try:
             obs, info = env.reset(seed=seed)
         except Exception as exc:
-            raise self.fail("reset_deterministic", f"reset(seed={seed}) raised {exc!r}") from exc
+            raise self.fail(self.current, f"reset(seed={seed}) raised {exc!r}") from exc
         if not isinstance(obs, str):
             raise self.fail("step_types", f"reset observation is {type(obs).__name__}, not str")
         self._check_info(info, "reset")
@@ -141,11 +143,11 @@ class _Checker:
         try:
             result = env.step(text)  # type: ignore[arg-type]
         except Exception as exc:
-            raise self.fail("step_types", f"step raised {exc!r} on {label or repr(text)[:80]}") from exc
+            raise self.fail(self.current, f"step raised {exc!r} on {label or repr(text)[:80]}") from exc
         if not (isinstance(result, tuple) and len(result) == 5):
             raise self.fail("step_types", f"step returned {type(result).__name__}, not a 5-tuple")
         obs, reward, terminated, truncated, info = result
-        where = f"on {label or repr(text)[:80]}"
+        where = f"on {label or repr(text)[:80]} (during {self.current})"
         if not isinstance(obs, str):
             raise self.fail("step_types", f"observation is {type(obs).__name__}, not str, {where}")
         if not isinstance(reward, float) or isinstance(reward, bool) or not math.isfinite(reward):
@@ -155,6 +157,8 @@ class _Checker:
         self._check_info(info, f"step {where}")
         v = env.variant
         at_limit = env.turn >= v.max_turns or env.actions_left <= 0
+        if terminated != bool(env.is_success or env.is_failure):
+            raise self.fail("step_types", f"terminated={terminated} but is_success or is_failure is {not terminated} {where}")
         if terminated and truncated:
             raise self.fail("step_types", f"terminated and truncated both True {where}")
         if truncated != (at_limit and not terminated):
@@ -168,6 +172,12 @@ class _Checker:
             if not reason or "\n" in reason:
                 raise self.fail("step_types", f"invalid turn needs a one-line invalid_reason, got {reason!r} {where}")
         return obs, reward, terminated, truncated, dict(info)
+
+    def expert(self) -> ExpertTurn:
+        try:
+            return self.env.expert_turn()
+        except Exception as exc:
+            raise self.fail(self.current, f"expert_turn raised {exc!r} at turn {self.env.turn} of seed {self.env.seed_used}") from exc
 
     def _check_info(self, info: object, where: str) -> None:
         if not isinstance(info, dict):
@@ -204,10 +214,7 @@ class _Checker:
             words.update(env.admissible_actions() or ())
             done, info = False, {}
             while not done:
-                try:
-                    turn = env.expert_turn()
-                except Exception as exc:
-                    raise self.fail("expert_valid", f"seed {s}: expert_turn raised {exc!r}") from exc
+                turn = self.expert()
                 if not isinstance(turn, ExpertTurn) or not 1 <= len(turn.actions) <= v.max_actions_per_turn:
                     raise self.fail("expert_valid", f"seed {s} turn {env.turn + 1}: bad expert turn {turn!r}")
                 words.update(turn.actions)
@@ -233,9 +240,9 @@ class _Checker:
                 text = responses[len(chosen)]
             else:
                 u = rng.random()
-                text = expert_response(env.expert_turn()) if u < 0.5 else (random_response(env, self.vocab, rng) if u < 0.8 else rng.choice(bad))
+                text = expert_response(self.expert()) if u < 0.5 else (random_response(env, self.vocab, rng) if u < 0.8 else rng.choice(bad))
             chosen.append(text)
-            t = self.step(text, env, label="replay turn")
+            t = self.step(text, env, label=f"replay turn {text[:60]!r}")
             transcript.append(t)
             done = t[2] or t[3]
         return chosen, transcript
@@ -276,7 +283,7 @@ class _Checker:
                 seed_i += 1
                 done = False
                 for _ in range(rng.randrange(3)):
-                    t = self.step(expert_response(env.expert_turn()), label="expert turn")
+                    t = self.step(expert_response(self.expert()), label="expert turn")
                     if t[2] or t[3]:
                         done = True
                         break
@@ -295,7 +302,7 @@ class _Checker:
         rng = random.Random(self.seed + 1)
         for s in self.seeds:
             self.reset(s)
-            turn = env.expert_turn()
+            turn = self.expert()
             prefix = list(turn.actions[: env.variant.max_actions_per_turn - 1])
             _, r_ok, term, _, info_ok = self.step(format_response(turn.reasoning, prefix), label="prefix alone")
             if term or env.actions_left == 0:  # later actions are never read once the episode has ended
