@@ -98,7 +98,9 @@ def measure(env_id: str, mode: str, seconds: float, seed: int = 0) -> Measuremen
 def main(
     ids: list[str] = typer.Option(None, "--ids", help="Environment ids (repeat the option); default: all."),
     seconds: float = typer.Option(2.0, help="Wall seconds per measurement (one per id and mode)."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object per measurement instead of a table."),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print one JSON object per measurement instead of a table."
+    ),
 ) -> None:
     cpu = pin_one_core()
     rows, results = [], []
@@ -109,16 +111,45 @@ def main(
             rows.append((env_id, "error", "", "", "", "", f"{type(exc).__name__}: {str(exc)[:70]}"))
             continue
         results += [exp, rnd]
-        rows.append((
-            env_id, f"{exp.steps_per_second:,.0f}", f"{exp.policy_ms:.3f}", f"{rnd.steps_per_second:,.0f}",
-            f"{rnd.valid_fraction:.0%}", f"{(exp.reset_seconds + rnd.reset_seconds) * 1000 / (exp.episodes + rnd.episodes):.3f}", "",
-        ))
+        rows.append(
+            (
+                env_id,
+                f"{exp.steps_per_second:,.0f}",
+                f"{exp.policy_ms:.3f}",
+                f"{rnd.steps_per_second:,.0f}",
+                f"{rnd.valid_fraction:.0%}",
+                f"{(exp.reset_seconds + rnd.reset_seconds) * 1000 / (exp.episodes + rnd.episodes):.3f}",
+                "",
+            )
+        )
     if as_json:
         for m in results:
-            typer.echo(json.dumps({**asdict(m), "steps_per_second": m.steps_per_second, "policy_ms": m.policy_ms, "reset_ms": m.reset_ms}))
+            typer.echo(
+                json.dumps(
+                    {
+                        **asdict(m),
+                        "steps_per_second": m.steps_per_second,
+                        "policy_ms": m.policy_ms,
+                        "reset_ms": m.reset_ms,
+                    }
+                )
+            )
         return
     typer.echo(f"one core (cpu {cpu}), {seconds:g} s per measurement; steps/s counts env.step time only")
-    typer.echo(tabulate(rows, headers=["id", "expert steps/s", "expert turn ms", "random steps/s", "random valid", "reset ms", "note"]))
+    typer.echo(
+        tabulate(
+            rows,
+            headers=[
+                "id",
+                "expert steps/s",
+                "expert turn ms",
+                "random steps/s",
+                "random valid",
+                "reset ms",
+                "note",
+            ],
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -153,12 +153,17 @@ class _Checker:
         if not isinstance(reward, float) or isinstance(reward, bool) or not math.isfinite(reward):
             raise self.fail("step_types", f"reward {reward!r} is not a finite float {where}")
         if type(terminated) is not bool or type(truncated) is not bool:
-            raise self.fail("step_types", f"terminated/truncated {terminated!r}/{truncated!r} are not bool {where}")
+            raise self.fail(
+                "step_types", f"terminated/truncated {terminated!r}/{truncated!r} are not bool {where}"
+            )
         self._check_info(info, f"step {where}")
         v = env.variant
         at_limit = env.turn >= v.max_turns or env.actions_left <= 0
-        if terminated != bool(env.is_success or env.is_failure):
-            raise self.fail("step_types", f"terminated={terminated} but is_success or is_failure is {not terminated} {where}")
+        if terminated != env._terminal():  # the state's own end test (is_success or is_failure)
+            raise self.fail(
+                "step_types",
+                f"terminated={terminated} but the state's is_success or is_failure is {not terminated} {where}",
+            )
         if terminated and truncated:
             raise self.fail("step_types", f"terminated and truncated both True {where}")
         if truncated != (at_limit and not terminated):
@@ -170,14 +175,19 @@ class _Checker:
         if not info["action_is_valid"]:
             reason = info.get("invalid_reason", "")
             if not reason or "\n" in reason:
-                raise self.fail("step_types", f"invalid turn needs a one-line invalid_reason, got {reason!r} {where}")
+                raise self.fail(
+                    "step_types", f"invalid turn needs a one-line invalid_reason, got {reason!r} {where}"
+                )
         return obs, reward, terminated, truncated, dict(info)
 
     def expert(self) -> ExpertTurn:
         try:
             return self.env.expert_turn()
         except Exception as exc:
-            raise self.fail(self.current, f"expert_turn raised {exc!r} at turn {self.env.turn} of seed {self.env.seed_used}") from exc
+            raise self.fail(
+                self.current,
+                f"expert_turn raised {exc!r} at turn {self.env.turn} of seed {self.env.seed_used}",
+            ) from exc
 
     def _check_info(self, info: object, where: str) -> None:
         if not isinstance(info, dict):
@@ -220,27 +230,45 @@ class _Checker:
                 words.update(turn.actions)
                 _, _, terminated, truncated, info = self.step(expert_response(turn), label="expert turn")
                 if not info["action_is_valid"]:
-                    raise self.fail("expert_valid", f"seed {s}: expert turn {turn.actions} invalid: {info.get('invalid_reason')}")
+                    raise self.fail(
+                        "expert_valid",
+                        f"seed {s}: expert turn {turn.actions} invalid: {info.get('invalid_reason')}",
+                    )
                 words.update(env.admissible_actions() or ())
                 done = terminated or truncated
             successes += bool(info.get("success"))
         self.expert_success = successes / len(self.seeds)
         self.vocab = tuple(sorted(w for w in words if w.strip()))
 
-    def _play(self, s: int, responses: list[str] | None, rng: random.Random, env: TextEnv | None = None) -> tuple[list[str], list[Transition]]:
+    def _play(
+        self, s: int, responses: list[str] | None, rng: random.Random, env: TextEnv | None = None
+    ) -> tuple[list[str], list[Transition]]:
         """Play seed `s`: replay `responses`, or (None) choose expert/random/malformed turns with `rng`."""
         env = env or self.env
         obs, info = self.reset(s, env)
         transcript: list[Transition] = [(obs, 0.0, False, False, info)]
         chosen: list[str] = []
-        bad = [m.text for m in malformed_responses(17, action_words=self.vocab, max_actions_per_turn=env.variant.max_actions_per_turn, seed=rng.randrange(1 << 30), huge=False)]
+        bad = [
+            m.text
+            for m in malformed_responses(
+                17,
+                action_words=self.vocab,
+                max_actions_per_turn=env.variant.max_actions_per_turn,
+                seed=rng.randrange(1 << 30),
+                huge=False,
+            )
+        ]
         done = False
         while not done and (responses is None or len(chosen) < len(responses)):
             if responses is not None:
                 text = responses[len(chosen)]
             else:
                 u = rng.random()
-                text = expert_response(self.expert()) if u < 0.5 else (random_response(env, self.vocab, rng) if u < 0.8 else rng.choice(bad))
+                text = (
+                    expert_response(self.expert())
+                    if u < 0.5
+                    else (random_response(env, self.vocab, rng) if u < 0.8 else rng.choice(bad))
+                )
             chosen.append(text)
             t = self.step(text, env, label=f"replay turn {text[:60]!r}")
             transcript.append(t)
@@ -260,7 +288,9 @@ class _Checker:
         finally:
             fresh.close()
 
-    def _compare(self, s: int, where: str, responses: list[str], a: list[Transition], b: list[Transition]) -> None:
+    def _compare(
+        self, s: int, where: str, responses: list[str], a: list[Transition], b: list[Transition]
+    ) -> None:
         names = ("observation", "reward", "terminated", "truncated", "info")
         if len(a) != len(b):
             raise self.fail("replay", f"seed {s} {where}: {len(a) - 1} turns then {len(b) - 1} turns")
@@ -268,12 +298,16 @@ class _Checker:
             for name, u, w in zip(names, x, y, strict=True):
                 if u != w:
                     after = f" after {responses[turn - 1][:80]!r}" if turn else " at reset"
-                    raise self.fail("replay", f"seed {s} {where}: {name} differs at turn {turn}{after}: {u!r} vs {w!r}")
+                    raise self.fail(
+                        "replay", f"seed {s} {where}: {name} differs at turn {turn}{after}: {u!r} vs {w!r}"
+                    )
 
     def malformed(self, n: int) -> None:
         env, v = self.env, self.env.variant
         rng = random.Random(self.seed)
-        corpus = malformed_responses(n, action_words=self.vocab, max_actions_per_turn=v.max_actions_per_turn, seed=self.seed)
+        corpus = malformed_responses(
+            n, action_words=self.vocab, max_actions_per_turn=v.max_actions_per_turn, seed=self.seed
+        )
         cases: list[tuple[object, str]] = [(m.text, f"{m.kind} case {m.preview(60)}") for m in corpus]
         cases += [(x, f"non-text case {x!r}") for x in _NON_TEXT_INPUTS]
         seed_i, done = 0, True
@@ -284,6 +318,11 @@ class _Checker:
                 done = False
                 for _ in range(rng.randrange(3)):
                     t = self.step(expert_response(self.expert()), label="expert turn")
+                    if not t[4]["action_is_valid"]:
+                        raise self.fail(
+                            "expert_valid",
+                            f"expert turn invalid at turn {env.turn}: {t[4]['invalid_reason']}",
+                        )
                     if t[2] or t[3]:
                         done = True
                         break
@@ -292,9 +331,13 @@ class _Checker:
             if info["action_is_valid"] or info["num_actions"] != 0 or info["action_is_effective"]:
                 raise self.fail("malformed", f"{preview} counted as valid/applied: {info}")
             if reward != v.format_penalty:
-                raise self.fail("malformed", f"{preview} got reward {reward!r}, not format_penalty {v.format_penalty!r}")
+                raise self.fail(
+                    "malformed", f"{preview} got reward {reward!r}, not format_penalty {v.format_penalty!r}"
+                )
             if (env.render(), env.actions_left) != before or terminated:
-                raise self.fail("malformed", f"{preview} changed the state (render or actions_left) or terminated")
+                raise self.fail(
+                    "malformed", f"{preview} changed the state (render or actions_left) or terminated"
+                )
             done = truncated
 
     def valid_prefix(self) -> None:
@@ -304,7 +347,9 @@ class _Checker:
             self.reset(s)
             turn = self.expert()
             prefix = list(turn.actions[: env.variant.max_actions_per_turn - 1])
-            _, r_ok, term, _, info_ok = self.step(format_response(turn.reasoning, prefix), label="prefix alone")
+            _, r_ok, term, _, info_ok = self.step(
+                format_response(turn.reasoning, prefix), label="prefix alone"
+            )
             if term or env.actions_left == 0:  # later actions are never read once the episode has ended
                 continue
             expected = (env.render(), env.actions_left)
@@ -312,11 +357,18 @@ class _Checker:
             text = prefix_then_unknown(prefix, rng)
             _, r, _, _, info = self.step(text, label=text)
             if info["action_is_valid"] or info["num_actions"] != info_ok["num_actions"]:
-                raise self.fail("valid_prefix", f"seed {s}: {text!r} gave valid={info['action_is_valid']}, num_actions={info['num_actions']} (prefix alone: {info_ok['num_actions']})")
+                raise self.fail(
+                    "valid_prefix",
+                    f"seed {s}: {text!r} gave valid={info['action_is_valid']}, num_actions={info['num_actions']} (prefix alone: {info_ok['num_actions']})",
+                )
             if (env.render(), env.actions_left) != expected:
-                raise self.fail("valid_prefix", f"seed {s}: {text!r} did not leave the state the prefix alone leaves")
+                raise self.fail(
+                    "valid_prefix", f"seed {s}: {text!r} did not leave the state the prefix alone leaves"
+                )
             if not math.isclose(r, r_ok + env.variant.format_penalty, abs_tol=1e-9):
-                raise self.fail("valid_prefix", f"seed {s}: reward {r} is not prefix reward {r_ok} + format_penalty")
+                raise self.fail(
+                    "valid_prefix", f"seed {s}: reward {r} is not prefix reward {r_ok} + format_penalty"
+                )
 
     def turn_limit(self) -> None:
         v = self.env.variant
@@ -324,7 +376,9 @@ class _Checker:
         for k in range(1, v.max_turns + 1):
             _, _, terminated, truncated, _ = self.step("<answer></answer>", label="empty answer")
             if terminated or truncated != (k == v.max_turns):
-                raise self.fail("turn_limit", f"turn {k}/{v.max_turns}: terminated={terminated}, truncated={truncated}")
+                raise self.fail(
+                    "turn_limit", f"turn {k}/{v.max_turns}: terminated={terminated}, truncated={truncated}"
+                )
 
 
 def check_env(
@@ -341,7 +395,9 @@ def check_env(
     if not isinstance(env, TextEnv):
         raise CheckError("api", env_id, f"{type(env).__name__} is not a TextEnv")
     v = env.variant
-    seeds_t = tuple(int(s) for s in seeds) if seeds else (v.train_seeds[0], v.train_seeds[0] + 1, v.eval_seeds[0])
+    seeds_t = (
+        tuple(int(s) for s in seeds) if seeds else (v.train_seeds[0], v.train_seeds[0] + 1, v.eval_seeds[0])
+    )
     c = _Checker(env, env_id, seeds_t, seed)
     try:
         with c.check("reset_deterministic"):
@@ -364,4 +420,12 @@ def check_env(
     return CheckReport(env_id, tuple(c.passed), seeds_t, n_malformed, c.expert_success, dict(c.timings))
 
 
-__all__ = ["CheckError", "CheckReport", "action_vocabulary", "check_env", "expert_episode", "expert_response", "random_response"]
+__all__ = [
+    "CheckError",
+    "CheckReport",
+    "action_vocabulary",
+    "check_env",
+    "expert_episode",
+    "expert_response",
+    "random_response",
+]

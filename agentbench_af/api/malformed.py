@@ -23,13 +23,43 @@ HUGE_CHARS = 10 * 1024 * 1024  # the one ~10 MB response of a corpus
 
 #: words no environment accepts as an action (no brackets, digits or game verbs like "look"/"wait")
 UNKNOWN_WORDS: tuple[str, ...] = (
-    "Fly", "Teleport", "Moonwalk", "xyzzy", "Upp", "Lefft", "Norht", "Dwon", "Rihgt", "UpDown",
-    "qwerty", "None", "null", "undefined", "NaN", "???", "...", "Up Up Up Up", "Left-Right",
-    "the best move", "I do not know", "ACTION", "<action>", "{}",
+    "Fly",
+    "Teleport",
+    "Moonwalk",
+    "xyzzy",
+    "Upp",
+    "Lefft",
+    "Norht",
+    "Dwon",
+    "Rihgt",
+    "UpDown",
+    "qwerty",
+    "None",
+    "null",
+    "undefined",
+    "NaN",
+    "???",
+    "...",
+    "Up Up Up Up",
+    "Left-Right",
+    "the best move",
+    "I do not know",
+    "ACTION",
+    "<action>",
+    "{}",
 )
-_NON_SPACE_CONTROLS = tuple(chr(c) for c in (*range(0x00, 0x09), *range(0x0E, 0x1C), 0x7F, *range(0x80, 0x85)))
+_NON_SPACE_CONTROLS = tuple(
+    chr(c) for c in (*range(0x00, 0x09), *range(0x0E, 0x1C), 0x7F, *range(0x80, 0x85))
+)
 _WHITESPACE = (" ", "\t", "\n", "\r\n", "\u3000", "\u00a0", "\u2028", "\x0b", "\x0c", "\x1c")
-_NOISE_RANGES = ((0x21, 0x7E), (0xA1, 0x24F), (0x370, 0x3FF), (0x400, 0x4FF), (0x4E00, 0x4FFF), (0x1F300, 0x1F64F))
+_NOISE_RANGES = (
+    (0x21, 0x7E),
+    (0xA1, 0x24F),
+    (0x370, 0x3FF),
+    (0x400, 0x4FF),
+    (0x4E00, 0x4FFF),
+    (0x1F300, 0x1F64F),
+)
 
 
 @dataclass(frozen=True)
@@ -85,17 +115,23 @@ class _Builders:
 
     def missing_tags(self, rng: random.Random) -> str:
         w = self.word(rng)
-        return rng.choice((w, _join([w, self.word(rng)]), f"I will go {w}.", f"{_think(rng)}{w}", f"answer: {w}"))
+        return rng.choice(
+            (w, _join([w, self.word(rng)]), f"I will go {w}.", f"{_think(rng)}{w}", f"answer: {w}")
+        )
 
     def think_only(self, rng: random.Random) -> str:
         return rng.choice((f"<think>{self.word(rng)}</think>", f"<think>I choose {self.word(rng)}"))
 
     def unclosed_answer(self, rng: random.Random) -> str:
         w = self.word(rng)
-        return _think(rng) + rng.choice((f"<answer>{w}", f"<answer>{w}</answer", f"<answer>{w}</ answer>", f"<answer>{w}<answer>"))
+        return _think(rng) + rng.choice(
+            (f"<answer>{w}", f"<answer>{w}</answer", f"<answer>{w}</ answer>", f"<answer>{w}<answer>")
+        )
 
     def unopened_answer(self, rng: random.Random) -> str:
-        return rng.choice((f"{self.word(rng)}</answer>", f"{_think(rng)}{self.word(rng)}</answer>", "answer>Up</answer>"))
+        return rng.choice(
+            (f"{self.word(rng)}</answer>", f"{_think(rng)}{self.word(rng)}</answer>", "answer>Up</answer>")
+        )
 
     def empty_answer(self, rng: random.Random) -> str:
         inner = rng.choice(("", " ", "\n\t ", ACTION_SEPARATOR, " || || ", "||||", "\u3000"))
@@ -118,7 +154,9 @@ class _Builders:
         return "".join(rng.choice(_WHITESPACE) for _ in range(rng.randint(1, 40)))
 
     def none_like(self, rng: random.Random) -> str:
-        return rng.choice(("None", "null", "undefined", "NaN", "[]", "{}", "<answer>None</answer>", "<answer>null</answer>"))
+        return rng.choice(
+            ("None", "null", "undefined", "NaN", "[]", "{}", "<answer>None</answer>", "<answer>null</answer>")
+        )
 
     def huge(self, rng: random.Random) -> str:
         if not self.huge_made:  # the first one is ~10 MB, with a valid answer in front (still too long)
@@ -140,15 +178,27 @@ class _Builders:
 
     def wrong_order(self, rng: random.Random) -> str:
         w = self.word(rng)
-        return rng.choice((f"</answer>{w}<answer>", f"</think>{w}<think>", f"</answer><think>x</think>{w}<answer>"))
+        return rng.choice(
+            (f"</answer>{w}<answer>", f"</think>{w}<think>", f"</answer><think>x</think>{w}<answer>")
+        )
 
     def nested_tags(self, rng: random.Random) -> str:
         w = self.word(rng)
-        return rng.choice((_ans(_ans(w)), _ans(f"<think>{w}</think>"), _ans(f"<answer>{w}"), f"<answer><think>{w}</answer>"))
+        return rng.choice(
+            (_ans(_ans(w)), _ans(f"<think>{w}</think>"), _ans(f"<answer>{w}"), f"<answer><think>{w}</answer>")
+        )
 
     def wrong_tag_case(self, rng: random.Random) -> str:
         w = self.word(rng)
-        return rng.choice((f"<Answer>{w}</Answer>", f"<ANSWER>{w}</ANSWER>", f"<answer >{w}</answer>", f"[answer]{w}[/answer]", f"<ans>{w}</ans>"))
+        return rng.choice(
+            (
+                f"<Answer>{w}</Answer>",
+                f"<ANSWER>{w}</ANSWER>",
+                f"<answer >{w}</answer>",
+                f"[answer]{w}[/answer]",
+                f"<ans>{w}</ans>",
+            )
+        )
 
     def bad_separator(self, rng: random.Random) -> str:
         sep = rng.choice((" | ", " ; ", " && ", " / ", "|"))
@@ -156,9 +206,23 @@ class _Builders:
 
 
 KINDS: tuple[str, ...] = (
-    "missing_tags", "think_only", "unclosed_answer", "unopened_answer", "empty_answer", "unknown_action",
-    "too_many_actions", "empty_string", "whitespace_only", "none_like", "huge", "control_chars",
-    "unicode_noise", "wrong_order", "nested_tags", "wrong_tag_case", "bad_separator",
+    "missing_tags",
+    "think_only",
+    "unclosed_answer",
+    "unopened_answer",
+    "empty_answer",
+    "unknown_action",
+    "too_many_actions",
+    "empty_string",
+    "whitespace_only",
+    "none_like",
+    "huge",
+    "control_chars",
+    "unicode_noise",
+    "wrong_order",
+    "nested_tags",
+    "wrong_tag_case",
+    "bad_separator",
 )
 
 

@@ -31,16 +31,23 @@ def _make(env_id: str) -> TextEnv:
 
 
 @app.command("envs")
-def envs_command(as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table.")) -> None:
+def envs_command(
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+) -> None:
     """List the registered environment ids with a one-line description."""
     rows = []
     for env_id in list_envs():
         s = spec(env_id)
-        rows.append({
-            "id": env_id, "description": s.description, "extra": s.extra or "",
-            "max_turns": s.variant.max_turns, "max_actions_per_turn": s.variant.max_actions_per_turn,
-            "variant": dataclasses.asdict(s.variant),
-        })
+        rows.append(
+            {
+                "id": env_id,
+                "description": s.description,
+                "extra": s.extra or "",
+                "max_turns": s.variant.max_turns,
+                "max_actions_per_turn": s.variant.max_actions_per_turn,
+                "variant": dataclasses.asdict(s.variant),
+            }
+        )
     if as_json:
         typer.echo(json.dumps(rows, indent=2, default=str))
         return
@@ -120,7 +127,9 @@ def play_command(
 @app.command("expert")
 def expert_command(
     env_id: str = typer.Argument(..., metavar="ID"),
-    episodes: int = typer.Option(100, min=1, help="Number of episodes (seeds seed-start, seed-start+1, ...)."),
+    episodes: int = typer.Option(
+        100, min=1, help="Number of episodes (seeds seed-start, seed-start+1, ...)."
+    ),
     seed_start: int = typer.Option(None, help="First seed; default: the start of the variant's eval seeds."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
@@ -133,7 +142,9 @@ def expert_command(
         success, total, turns, _ = expert_episode(env, s)
         results.append((success, total, turns))
     summary = {
-        "id": env_id, "episodes": episodes, "seeds": [start, start + episodes],
+        "id": env_id,
+        "episodes": episodes,
+        "seeds": [start, start + episodes],
         "success_rate": statistics.fmean(r[0] for r in results),
         "mean_reward": statistics.fmean(r[1] for r in results),
         "mean_turns": statistics.fmean(r[2] for r in results),

@@ -11,7 +11,15 @@ from agentbench_af.api import ActionOutcome, ExpertTurn
 from agentbench_af.api.checker import CheckError, CheckReport, check_env, expert_episode
 from agentbench_af.formats.parse import parse_response
 
-ALL_CHECKS = {"reset_deterministic", "expert_valid", "replay", "malformed", "valid_prefix", "turn_limit", "step_types"}
+ALL_CHECKS = {
+    "reset_deterministic",
+    "expert_valid",
+    "replay",
+    "malformed",
+    "valid_prefix",
+    "turn_limit",
+    "step_types",
+}
 FAST = dict(n_malformed=100)
 
 
@@ -69,7 +77,11 @@ class LeakyRewards(_Counter):
 
     def _apply_action(self, action):
         out = super()._apply_action(action)
-        return ActionOutcome(out.valid, float(next(self.calls) % 3), out.effective, out.message) if out.valid else out
+        return (
+            ActionOutcome(out.valid, float(next(self.calls) % 3), out.effective, out.message)
+            if out.valid
+            else out
+        )
 
 
 class IntBoolInfo(FrozenLakeEnv):
@@ -117,7 +129,7 @@ class AllOrNothing(FrozenLakeEnv):
         (InvalidExpert, "expert_valid", "Fly"),
         (LeakyRewards, "replay", "reward differs"),
         (IntBoolInfo, "step_types", "info['num_actions']"),
-        (TerminatesAtTurnLimit, "step_types", "terminated=True but is_success or is_failure"),
+        (TerminatesAtTurnLimit, "step_types", "terminated=True but the state's is_success or is_failure"),
         (CrashesOnUnicode, "replay", "step raised UnicodeEncodeError"),
         (ExtraPenaltyOnInvalid, "malformed", "not format_penalty"),
         (AllOrNothing, "valid_prefix", "num_actions=0 (prefix alone: 1)"),

@@ -5,7 +5,21 @@ from hypothesis import strategies as st
 
 from agentbench_af.formats.parse import MAX_PARSE_CHARS, Span, find_spans, format_response, parse_response
 
-FRAGMENTS = ["<think>", "</think>", "<answer>", "</answer>", "||", " ", "\n", "Up", "left", "x", "<", ">", "/"]
+FRAGMENTS = [
+    "<think>",
+    "</think>",
+    "<answer>",
+    "</answer>",
+    "||",
+    " ",
+    "\n",
+    "Up",
+    "left",
+    "x",
+    "<",
+    ">",
+    "/",
+]
 tagged_text = st.lists(st.sampled_from(FRAGMENTS) | st.text(max_size=4), max_size=30).map("".join)
 
 
@@ -56,7 +70,9 @@ def test_non_text_and_too_long():
     assert parse_response(b"<answer>Up</answer>").error == "response is not text"
     long = "<answer>Up</answer>" + "x" * MAX_PARSE_CHARS
     p = parse_response(long)
-    assert p.error is not None and "too long" in p.error and p.actions == () and len(p.text) == MAX_PARSE_CHARS
+    assert (
+        p.error is not None and "too long" in p.error and p.actions == () and len(p.text) == MAX_PARSE_CHARS
+    )
 
 
 def test_no_tags():

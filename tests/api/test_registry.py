@@ -11,7 +11,10 @@ from agentbench_af.api.registry import register
 from agentbench_af.api.types import Variant
 
 FROZENLAKE_IDS = {
-    "FrozenLake-4x4-v0", "FrozenLake-4x4-slippery-v0", "FrozenLake-6x6-v0", "FrozenLake-8x8-v0",
+    "FrozenLake-4x4-v0",
+    "FrozenLake-4x4-slippery-v0",
+    "FrozenLake-6x6-v0",
+    "FrozenLake-8x8-v0",
     "FrozenLake-4x4-randstart-v0",
 }
 
@@ -53,7 +56,9 @@ def test_gym_prefix_is_accepted_by_make():
 def test_variant_override_changes_the_limit():
     env = agentbench_af.make("FrozenLake-4x4-v0", max_turns=3)
     assert env.variant.max_turns == 3
-    assert agentbench_af.make("FrozenLake-4x4-v0").variant.max_turns == 5  # the registered variant is untouched
+    assert (
+        agentbench_af.make("FrozenLake-4x4-v0").variant.max_turns == 5
+    )  # the registered variant is untouched
     env.reset(seed=0)
     flags = [env.step("<answer></answer>")[3] for _ in range(3)]
     assert flags == [False, False, True]

@@ -40,7 +40,10 @@ def test_check_env_pass_and_fail():
 def test_play_to_the_end():
     # seed 0: P O _ _ / _ _ _ _ / _ _ _ _ / _ _ _ G; a bare action, a full response, an invalid word
     res = _run(
-        "play", ID, "--seed", "0",
+        "play",
+        ID,
+        "--seed",
+        "0",
         input="Down || Down\n<think>go right</think><answer>Right || Right</answer>\nFly\nDown || Right\n",
     )
     assert res.exit_code == 0, res.output

@@ -16,7 +16,10 @@ from agentbench_af.api.checker import action_vocabulary, check_env
 
 FRAGMENTS = ("<think>", "</think>", "<answer>", "</answer>", "||", " ", "\n", "\x00", "é", "Fly", "")
 PROPERTY_SETTINGS = settings(
-    max_examples=25, deadline=None, derandomize=True, database=None,
+    max_examples=25,
+    deadline=None,
+    derandomize=True,
+    database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 
@@ -56,7 +59,9 @@ def _response(data: st.DataObject, env_id: str) -> str:
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_check_env_passes(env_id):
     report = check_env(env_id)
-    assert {"reset_deterministic", "expert_valid", "replay", "malformed", "turn_limit", "step_types"} <= set(report.passed)
+    assert {"reset_deterministic", "expert_valid", "replay", "malformed", "turn_limit", "step_types"} <= set(
+        report.passed
+    )
     assert report.n_malformed == 1000
 
 
@@ -92,6 +97,8 @@ def test_invalid_turn_mid_episode_changes_nothing(env_id, data):
             return
     noise = data.draw(st.text(max_size=80).filter(lambda s: "<answer>" not in s), label="noise")
     before = env.render()
-    _, reward, terminated, _, info = env.step(noise + data.draw(st.sampled_from(("", "</answer>", "<answer>")), label="tail"))
+    _, reward, terminated, _, info = env.step(
+        noise + data.draw(st.sampled_from(("", "</answer>", "<answer>")), label="tail")
+    )
     assert not info["action_is_valid"] and info["num_actions"] == 0 and not terminated
     assert env.render() == before and reward == env.variant.format_penalty
