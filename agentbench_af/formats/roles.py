@@ -4,13 +4,13 @@
 generated id (one turn's response, end-of-turn id included) as reasoning, action or format
 (ACTFOCUS.md, "Token roles"):
 
-1. Incremental detokenisation (`token_pieces`): each id's text piece is the difference between decoding
-   a short window of preceding ids with and without it (as vLLM's incremental detokenizer does), with
-   trailing U+FFFD held back so a byte-fallback or byte-level id that ends inside a multi-byte
-   character gets an empty piece and the id completing the character gets the character. The pieces
-   are checked to concatenate to the full decode; when a decoder is not window-consistent, a slower
-   exact path (decoding every prefix) is used instead. Special ids (end-of-turn, padding, chat markers)
-   get empty pieces and are always `format`.
+1. Incremental detokenisation (`token_pieces`), in three tiers, each checked to concatenate to the
+   full decode: (a) each id decoded after one fixed context id (memoised), with runs of ids that end
+   inside a multi-byte character (byte-level or byte-fallback) decoded together; (b) vLLM-style: the
+   difference between decoding a window of `WINDOW` preceding ids with and without the id, trailing
+   U+FFFD held back; (c) exact: where the decode of each prefix stops agreeing with the full text.
+   An id ending inside a character gets an empty piece; the id completing it gets the character.
+   Special ids (end-of-turn, padding, chat markers) get empty pieces and are always `format`.
 2. `formats.parse.find_spans` on `prompt_prefix + text` (the prefix is text forced into the prompt, such
    as "<think>", so a response that starts inside the reasoning span is read correctly).
 3. Each id gets the role of the span holding most of its characters: inside `<think>..</think>` ->
@@ -21,8 +21,9 @@ generated id (one turn's response, end-of-turn id included) as reasoning, action
    `Role.FORMAT`, e.g. for the diagnostic).
 
 Tags split over several ids, a missing `</think>` or `</answer>`, and text after `</answer>` are all
-handled by step 3. Left out: prompt tokens (the caller marks them `Role.PROMPT`) and batching over
-responses (one call per response; see the module's benchmark numbers in the report/tests).
+handled by step 3. Speed (2-core CPU, fast tokenizers): ~60 us per 100-token response; each id's piece
+is memoised per tokenizer object (so do not add tokens to a tokenizer after its first use here).
+Left out: prompt tokens (the caller marks them `Role.PROMPT`) and batching over responses.
 """
 
 from __future__ import annotations
