@@ -1,0 +1,41 @@
+"""Credit assignment: advantage estimators x token weightings, registered pure tensor functions.
+
+    from agentbench_af.credit import CreditConfig, compute_advantages, compute_token_weights
+    out = compute_advantages(batch, cfg)        # AdvantageOutput: advantages (B, T), returns (B, T) | None
+    weights = compute_token_weights(batch, cfg)  # (B, T), stop-gradient, 0 off the response mask
+
+Importing this package registers the built-ins (advantages.py, weights.py).
+"""
+
+from agentbench_af.credit import advantages as _advantages  # noqa: F401  (registers the estimators)
+from agentbench_af.credit import weights as _weights  # noqa: F401  (registers the weightings)
+from agentbench_af.credit.config import CreditConfig
+from agentbench_af.credit.energy import token_energy
+from agentbench_af.credit.registry import (
+    ADVANTAGE_ESTIMATORS,
+    TOKEN_WEIGHTINGS,
+    AdvantageOutput,
+    compute_advantages,
+    compute_token_weights,
+    get_advantage_estimator,
+    get_token_weighting,
+    register_advantage,
+    register_weighting,
+)
+from agentbench_af.credit.weights import actfocus_weights, action_mask
+
+__all__ = [
+    "ADVANTAGE_ESTIMATORS",
+    "TOKEN_WEIGHTINGS",
+    "AdvantageOutput",
+    "CreditConfig",
+    "actfocus_weights",
+    "action_mask",
+    "compute_advantages",
+    "compute_token_weights",
+    "get_advantage_estimator",
+    "get_token_weighting",
+    "register_advantage",
+    "register_weighting",
+    "token_energy",
+]

@@ -1,0 +1,103 @@
+"""`CreditConfig`: the knobs of credit assignment (advantage estimator x token weighting), one frozen dataclass.
+
+Field meanings (ACTFOCUS.md is the reference for the weighting knobs):
+- estimator: a name in `ADVANTAGE_ESTIMATORS` (built in: grpo, rloo, gae, gigpo-step).
+- gamma: discount, per generated token for gae, per turn for gigpo-step's step returns.
+- gae_lambda: GAE lambda. Default 1.0: advantages are Monte-Carlo returns minus the critic's values
+  (unbiased, higher variance), the usual setting for LLM PPO (verl and OpenRLHF default to 1.0);
+  set 0.95 for the classic control-RL bias/variance trade.
+- grpo_norm_by_std: divide group-centred returns by the group std (GRPO); False gives Dr. GRPO's
+  centring only. Also applies to gigpo-step's step groups.
+- weighting: a name in `TOKEN_WEIGHTINGS` (built in: uniform, actfocus, actfocus-reasoning-only,
+  action-only, top-entropy). The named methods fix some knobs whatever the fields say:
+  `actfocus-reasoning-only` uses lam = 0; `action-only` uses alpha = 0 and lam = 0; `uniform` and
+  `top-entropy` read none of alpha / energy_lambda / tau / w_max / scope / energy_source / preserve_mass.
+- alpha: weight of reasoning (and format) tokens. energy_lambda: lam, the share of an action token's
+  weight that comes from its energy softmax. tau: softmax temperature. w_max: upper clip of action weights.
+- scope: the action-token set A of the softmax: all action tokens of the trajectory, or of the turn.
+- energy_source: old (rollout log-probs), ref (reference-model log-probs), entropy (rollout entropy).
+- preserve_mass: rescale each trajectory's ActFocus weights to sum to its number of generated tokens.
+- format_role: whether `format` tokens count as reasoning (default) or action tokens.
+- top_entropy_fraction: the kept fraction of generated tokens for `top-entropy`.
+- gigpo_step_weight: omega in A = A_episode + omega * A_step (gigpo-step).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+
+def _check(ok: bool, message: str) -> None:
+    if not ok:
+        raise ValueError(message)
+
+
+@dataclass(frozen=True)
+class CreditConfig:
+    estimator: str = "grpo"
+    gamma: float = 1.0
+    gae_lambda: float = 1.0
+    grpo_norm_by_std: bool = True
+    weighting: str = "uniform"
+    alpha: float = 0.1
+    energy_lambda: float = 1.0
+    tau: float = 1.0
+    w_max: float = 5.0
+    scope: Literal["trajectory", "turn"] = "trajectory"
+    energy_source: Literal["old", "ref", "entropy"] = "old"
+    preserve_mass: bool = False
+    format_role: Literal["reasoning", "action"] = "reasoning"
+    top_entropy_fraction: float = 0.2
+    gigpo_step_weight: float = 1.0
+
+    def __post_init__(self) -> None:
+        # lazy import: the registries import this module; importing the package registers the built-ins
+        from agentbench_af.credit.registry import get_advantage_estimator, get_token_weighting
+
+        get_advantage_estimator(self.estimator)
+        get_token_weighting(self.weighting)
+        for name in (
+            "gamma",
+            "gae_lambda",
+            "alpha",
+            "energy_lambda",
+            "tau",
+            "w_max",
+            "top_entropy_fraction",
+            "gigpo_step_weight",
+        ):
+            value = getattr(self, name)
+            _check(
+                isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value),
+                f"credit.{name} must be a finite number, got {value!r}",
+            )
+        _check(0.0 <= self.gamma <= 1.0, f"credit.gamma must be in [0, 1], got {self.gamma}")
+        _check(0.0 <= self.gae_lambda <= 1.0, f"credit.gae_lambda must be in [0, 1], got {self.gae_lambda}")
+        _check(self.alpha >= 0.0, f"credit.alpha must be >= 0, got {self.alpha}")
+        _check(self.energy_lambda >= 0.0, f"credit.energy_lambda must be >= 0, got {self.energy_lambda}")
+        _check(self.tau > 0.0, f"credit.tau must be > 0, got {self.tau}")
+        _check(self.w_max > 0.0, f"credit.w_max must be > 0, got {self.w_max}")
+        _check(
+            self.scope in ("trajectory", "turn"),
+            f"credit.scope must be trajectory or turn, got {self.scope!r}",
+        )
+        _check(
+            self.energy_source in ("old", "ref", "entropy"),
+            f"credit.energy_source must be old, ref or entropy, got {self.energy_source!r}",
+        )
+        _check(
+            self.format_role in ("reasoning", "action"),
+            f"credit.format_role must be reasoning or action, got {self.format_role!r}",
+        )
+        _check(
+            0.0 < self.top_entropy_fraction <= 1.0,
+            f"credit.top_entropy_fraction must be in (0, 1], got {self.top_entropy_fraction}",
+        )
+        _check(
+            self.gigpo_step_weight >= 0.0,
+            f"credit.gigpo_step_weight must be >= 0, got {self.gigpo_step_weight}",
+        )
+        for name in ("grpo_norm_by_std", "preserve_mass"):
+            _check(isinstance(getattr(self, name), bool), f"credit.{name} must be true or false")

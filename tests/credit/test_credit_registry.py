@@ -1,0 +1,123 @@
+"""CreditConfig validation, the registries and the dispatchers."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+from batch_factory import SampleSpec, build_batch
+
+from agentbench_af.config import ConfigError, from_dict
+from agentbench_af.credit import (
+    ADVANTAGE_ESTIMATORS,
+    TOKEN_WEIGHTINGS,
+    AdvantageOutput,
+    CreditConfig,
+    compute_advantages,
+    compute_token_weights,
+    register_advantage,
+    register_weighting,
+)
+
+
+def test_builtins_are_registered():
+    assert set(ADVANTAGE_ESTIMATORS) == {"grpo", "rloo", "gae", "gigpo-step"}
+    assert set(TOKEN_WEIGHTINGS) == {
+        "uniform",
+        "actfocus",
+        "actfocus-reasoning-only",
+        "action-only",
+        "top-entropy",
+    }
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (
+            {"estimator": "ppo2"},
+            "unknown advantage estimator 'ppo2'; registered: gae, gigpo-step, grpo, rloo",
+        ),
+        (
+            {"weighting": "focus"},
+            "unknown token weighting 'focus'; registered: actfocus, actfocus-reasoning-only",
+        ),
+        ({"gamma": 1.5}, "credit.gamma must be in"),
+        ({"gae_lambda": -0.1}, "credit.gae_lambda must be in"),
+        ({"alpha": -1.0}, "credit.alpha"),
+        ({"energy_lambda": -0.5}, "credit.energy_lambda"),
+        ({"tau": 0.0}, "credit.tau"),
+        ({"w_max": 0.0}, "credit.w_max"),
+        ({"scope": "episode"}, "credit.scope"),
+        ({"energy_source": "new"}, "credit.energy_source"),
+        ({"format_role": "prompt"}, "credit.format_role"),
+        ({"top_entropy_fraction": 0.0}, "credit.top_entropy_fraction"),
+        ({"gigpo_step_weight": float("nan")}, "credit.gigpo_step_weight must be a finite number"),
+        ({"preserve_mass": 1}, "credit.preserve_mass"),
+    ],
+)
+def test_config_rejects_bad_values_in_one_line(kwargs, match):
+    with pytest.raises(ValueError, match=match) as info:
+        CreditConfig(**kwargs)
+    assert "\n" not in str(info.value)
+
+
+def test_config_loads_from_a_mapping_and_is_frozen():
+    cfg = from_dict(CreditConfig, {"weighting": "actfocus", "alpha": 0, "scope": "turn"})
+    assert cfg.alpha == 0.0 and cfg.scope == "turn"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.alpha = 1.0  # type: ignore[misc]
+    with pytest.raises(ConfigError, match="scope"):
+        from_dict(CreditConfig, {"scope": "episode"})
+
+
+def tiny_batch():
+    return build_batch([SampleSpec(0, "pra", logprobs=[0, -1, -2]), SampleSpec(1, "pa")], [0, 0], [1.0, 0.0])
+
+
+def test_dispatcher_rejects_names_removed_after_validation():
+    @register_advantage("test-temporary")
+    def temporary(batch, cfg):  # pragma: no cover - never called
+        raise AssertionError
+
+    cfg = CreditConfig(estimator="test-temporary")
+    del ADVANTAGE_ESTIMATORS["test-temporary"]
+    with pytest.raises(
+        ValueError, match="unknown advantage estimator 'test-temporary'; registered: gae, gigpo-step"
+    ):
+        compute_advantages(tiny_batch(), cfg)
+
+
+def test_a_new_method_is_one_registered_function():
+    @register_weighting("test-double")
+    def double(batch, cfg):
+        return 2.0 * torch.ones(batch.response_mask.shape)  # deliberately ignores the mask
+
+    @register_advantage("test-ones")
+    def ones(batch, cfg):
+        return AdvantageOutput(torch.ones(batch.response_mask.shape))
+
+    try:
+        batch = tiny_batch()
+        cfg = CreditConfig(estimator="test-ones", weighting="test-double")
+        w = compute_token_weights(batch, cfg)
+        assert w.tolist() == [[0, 2, 2, 0], [0, 2, 0, 0]]  # the dispatcher zeroes outside the mask
+        assert compute_advantages(batch, cfg).advantages.tolist() == [[0, 1, 1, 0], [0, 1, 0, 0]]
+        with pytest.raises(ValueError, match="already registered"):
+            register_weighting("test-double")(lambda batch, cfg: None)
+    finally:
+        TOKEN_WEIGHTINGS.pop("test-double", None)
+        ADVANTAGE_ESTIMATORS.pop("test-ones", None)
+
+
+def test_dispatcher_checks_the_output_shape():
+    @register_weighting("test-bad-shape")
+    def bad(batch, cfg):
+        return torch.ones(3)
+
+    try:
+        with pytest.raises(ValueError, match="returned shape"):
+            compute_token_weights(tiny_batch(), CreditConfig(weighting="test-bad-shape"))
+    finally:
+        TOKEN_WEIGHTINGS.pop("test-bad-shape", None)
