@@ -1,0 +1,172 @@
+"""PPO/GRPO loss pieces: per-token terms, their aggregation, and the metrics, as separate functions.
+
+    per_token = clipped_surrogate(logprobs, old_logprobs, advantages, cfg)   # (B, T)
+    loss = agg_loss(weights * per_token, mask, cfg.agg)                     # = policy_loss(...)
+
+Token weights (ActFocus) multiply the policy surrogate only, never the value loss, the KL or the entropy
+term. `agg_loss` denominators count tokens (or sequences), never weights, so downweighting is not
+normalised away. Log-ratios are clamped to +-20 before `exp` so padded positions cannot overflow.
+Left out: KL-in-reward penalties (kl_k3 is a loss term here), adaptive KL control, and the value
+head's own normalisation of returns.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+
+AGG_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum")
+LOG_RATIO_CLAMP = 20.0
+
+
+@dataclass(frozen=True)
+class LossConfig:
+    """Loss knobs. clip_eps_high defaults to 0.2 (symmetric PPO/GRPO clip, the baselines ActFocus plugs
+    into); DAPO's clip-higher is clip_eps_high = 0.28. dual_clip: c > 1 bounds the loss of negative-
+    advantage tokens at c * |A| (Ye et al. 2020), None disables. value_clip: PPO value clip range, None
+    disables. agg: see `agg_loss`."""
+
+    clip_eps_low: float = 0.2
+    clip_eps_high: float = 0.2
+    dual_clip: float | None = None
+    agg: Literal["token-mean", "seq-mean-token-mean", "seq-mean-token-sum"] = "token-mean"
+    value_coef: float = 0.5
+    value_clip: float | None = 0.2
+    kl_coef: float = 0.0
+    entropy_coef: float = 0.0
+    max_grad_norm: float = 1.0
+
+    def __post_init__(self) -> None:
+        for name in (
+            "clip_eps_low",
+            "clip_eps_high",
+            "value_coef",
+            "kl_coef",
+            "entropy_coef",
+            "max_grad_norm",
+        ):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+                raise ValueError(f"loss.{name} must be a finite number >= 0, got {value!r}")
+        if self.clip_eps_low >= 1.0:
+            raise ValueError(f"loss.clip_eps_low must be < 1, got {self.clip_eps_low}")
+        if self.max_grad_norm <= 0:
+            raise ValueError(f"loss.max_grad_norm must be > 0, got {self.max_grad_norm}")
+        if self.dual_clip is not None and not self.dual_clip > 1.0:
+            raise ValueError(f"loss.dual_clip must be > 1 or null, got {self.dual_clip}")
+        if self.value_clip is not None and not self.value_clip > 0.0:
+            raise ValueError(f"loss.value_clip must be > 0 or null, got {self.value_clip}")
+        if self.agg not in AGG_MODES:
+            raise ValueError(f"loss.agg must be one of {', '.join(AGG_MODES)}, got {self.agg!r}")
+
+
+def _log_ratio(logprobs: torch.Tensor, old_logprobs: torch.Tensor) -> torch.Tensor:
+    return (logprobs - old_logprobs).clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)  # (B, T)
+
+
+def clipped_surrogate(
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    eps_low: float | LossConfig = 0.2,
+    eps_high: float | None = None,
+    dual_clip: float | None = None,
+) -> torch.Tensor:
+    """Per-token PPO loss -min(rho A, clip(rho, 1 - eps_low, 1 + eps_high) A), (B, T).
+
+    Pass either the numbers (eps_high defaults to eps_low) or a LossConfig as `eps_low`, which supplies
+    eps_low, eps_high and dual_clip. With dual_clip c, negative-advantage tokens lose at most -c * A.
+    """
+    if isinstance(eps_low, LossConfig):
+        eps_low, eps_high, dual_clip = eps_low.clip_eps_low, eps_low.clip_eps_high, eps_low.dual_clip
+    eps_high = eps_low if eps_high is None else eps_high
+    ratio = torch.exp(_log_ratio(logprobs, old_logprobs))  # (B, T)
+    unclipped = -advantages * ratio  # (B, T)
+    clipped = -advantages * ratio.clamp(1.0 - eps_low, 1.0 + eps_high)  # (B, T)
+    loss = torch.maximum(unclipped, clipped)  # (B, T)
+    if dual_clip is not None:
+        loss = torch.where(advantages < 0, torch.minimum(loss, -dual_clip * advantages), loss)
+    return loss
+
+
+def agg_loss(per_token: torch.Tensor, mask: torch.Tensor, mode: str) -> torch.Tensor:
+    """Aggregate (B, T) per-token values over mask to a scalar.
+
+    token-mean: sum / number of masked tokens. seq-mean-token-mean: mean over sequences of each
+    sequence's token mean. seq-mean-token-sum: mean over sequences of each sequence's token sum.
+    Sequences are the rows with at least one masked token; an empty mask gives 0.
+    """
+    mask = mask.bool()
+    values = torch.where(mask, per_token, torch.zeros_like(per_token))  # (B, T): NaN-safe masking
+    tokens = mask.sum(-1)  # (B,)
+    rows = (tokens > 0).sum().clamp(min=1)
+    if mode == "token-mean":
+        return values.sum() / tokens.sum().clamp(min=1)
+    if mode == "seq-mean-token-mean":
+        return (values.sum(-1) / tokens.clamp(min=1)).sum() / rows
+    if mode == "seq-mean-token-sum":
+        return values.sum(-1).sum() / rows
+    raise ValueError(f"unknown loss aggregation {mode!r}; expected one of {', '.join(AGG_MODES)}")
+
+
+def policy_loss(
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    weights: torch.Tensor,
+    mask: torch.Tensor,
+    cfg: LossConfig,
+) -> torch.Tensor:
+    """agg_t(w_t * surrogate_t): the weighted policy-gradient loss (weights are detached here)."""
+    surrogate = clipped_surrogate(logprobs, old_logprobs, advantages, cfg)  # (B, T)
+    return agg_loss(weights.detach() * surrogate, mask, cfg.agg)
+
+
+def value_loss(
+    values: torch.Tensor,
+    old_values: torch.Tensor,
+    returns: torch.Tensor,
+    mask: torch.Tensor,
+    cfg: LossConfig,
+) -> torch.Tensor:
+    """PPO clipped value loss, 0.5 * max((V - R)^2, (V_clip - R)^2), aggregated with cfg.agg (unweighted)."""
+    unclipped = (values - returns) ** 2  # (B, T)
+    if cfg.value_clip is None:
+        per_token = 0.5 * unclipped
+    else:
+        clipped_values = old_values + (values - old_values).clamp(-cfg.value_clip, cfg.value_clip)  # (B, T)
+        per_token = 0.5 * torch.maximum(unclipped, (clipped_values - returns) ** 2)
+    return agg_loss(per_token, mask, cfg.agg)
+
+
+def kl_k3(logprobs: torch.Tensor, ref_logprobs: torch.Tensor) -> torch.Tensor:
+    """Per-token k3 estimate of KL(pi || ref): exp(ref - lp) - (ref - lp) - 1 >= 0, (B, T)."""
+    log_ratio = _log_ratio(ref_logprobs, logprobs)  # (B, T)
+    return torch.exp(log_ratio) - log_ratio - 1.0
+
+
+def entropy_bonus(entropy: torch.Tensor, mask: torch.Tensor, mode: str) -> torch.Tensor:
+    """Aggregated policy entropy (subtract entropy_coef times this from the loss)."""
+    return agg_loss(entropy, mask, mode)
+
+
+@torch.no_grad()
+def policy_metrics(
+    logprobs: torch.Tensor, old_logprobs: torch.Tensor, mask: torch.Tensor, cfg: LossConfig
+) -> dict[str, float]:
+    """clip_frac (tokens whose ratio is outside the clip range), approx_kl (k3 estimate of
+    KL(old || new) over generated tokens) and ratio_max, as floats."""
+    mask = mask.bool()
+    if not bool(mask.any()):
+        return {"clip_frac": 0.0, "approx_kl": 0.0, "ratio_max": 1.0}
+    log_ratio = _log_ratio(logprobs, old_logprobs)[mask]  # (M,)
+    ratio = torch.exp(log_ratio)  # (M,)
+    outside = (ratio < 1.0 - cfg.clip_eps_low) | (ratio > 1.0 + cfg.clip_eps_high)  # (M,)
+    return {
+        "clip_frac": float(outside.float().mean()),
+        "approx_kl": float((ratio - 1.0 - log_ratio).mean()),
+        "ratio_max": float(ratio.max()),
+    }
