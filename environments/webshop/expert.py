@@ -1,0 +1,102 @@
+"""The WebShop expert: knows the goal (privileged) and walks search -> results -> item -> options -> buy.
+
+It searches with the instruction (without its price clause), falling back to the goal product's
+title when the instruction does not bring the product up; pages to the product, opens it, chooses
+the goal's options and buys. From any other state it first steps back towards that path. Each turn
+comes with one short templated reasoning sentence. Left out: comparison shopping (it never looks at
+other items), so it buys the goal product even if another item would score as well.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from agentbench_af.environments.webshop import pages
+from agentbench_af.environments.webshop.pages import Session
+from agentbench_af.environments.webshop.records import Goal, Product
+
+from agentbench_af.api import ExpertTurn
+
+if TYPE_CHECKING:
+    from agentbench_af.environments.webshop.catalogue import Catalogue
+    from agentbench_af.environments.webshop.search import SearchEngine
+    from agentbench_af.environments.webshop.variants import WebShopVariant
+
+_PRICE_CLAUSE = re.compile(r",? and price lower than [\d.,]+ dollars\s*$", re.IGNORECASE)
+
+
+def instruction_query(instruction: str) -> str:
+    """The instruction without WebShop's trailing price clause: what the expert types."""
+    return _PRICE_CLAUSE.sub("", instruction).strip()
+
+
+def expert_query(goal: Goal, catalogue: Catalogue, engine: SearchEngine, n: int) -> str:
+    query = instruction_query(goal.instruction_text)
+    if goal.asin in engine.search(query, n):
+        return query
+    title = catalogue.by_asin[goal.asin].name
+    return title if goal.asin in engine.search(title, n) else query
+
+
+def missing_option(product: Product, goal: Goal, chosen: dict[str, str]) -> tuple[str, str] | None:
+    """The next goal option (group, value) not yet chosen that a click can set."""
+    for name, value in goal.options:
+        v = value.lower()
+        group = product.option_group_of(v)
+        if group is None or (name is not None and name != group):
+            continue  # not offered here, or the value's button sets another group
+        if chosen.get(group) != v:
+            return group, v
+    return None
+
+
+def plan_turn(
+    s: Session, goal: Goal, catalogue: Catalogue, engine: SearchEngine, v: WebShopVariant
+) -> ExpertTurn:
+    product = catalogue.by_asin[goal.asin]
+    kind = product.query or "product"
+    if s.page == "search":
+        q = expert_query(goal, catalogue, engine, v.search_return_n)
+        return ExpertTurn(
+            f"I am shopping for {kind} as the instruction describes, so I search for it.", (f"search[{q}]",)
+        )
+    if s.page == "results":
+        if goal.asin in s.results:
+            where = s.results.index(goal.asin) // v.results_per_page + 1
+            if where == s.result_page:
+                return ExpertTurn(
+                    f"Item {goal.asin} on this page fits the instruction, so I open it.",
+                    (f"click[{goal.asin}]",),
+                )
+            if where > s.result_page:
+                return ExpertTurn(
+                    f"No item on this page fits yet, so I look at page {s.result_page + 1}.",
+                    (f"click[{pages.NEXT_PAGE}]",),
+                )
+            return ExpertTurn(
+                "A fitting item was on an earlier page, so I go back.", (f"click[{pages.PREV_PAGE}]",)
+            )
+        return ExpertTurn(
+            "None of these results fits the instruction, so I search again.",
+            (f"click[{pages.BACK_TO_SEARCH}]",),
+        )
+    if s.page == "item-sub":
+        return ExpertTurn("I have read this page, so I return to the item.", (f"click[{pages.PREV_PAGE}]",))
+    if s.page == "item":
+        if s.asin != goal.asin:
+            return ExpertTurn(
+                "This item does not fit the instruction, so I go back to the results.",
+                (f"click[{pages.PREV_PAGE}]",),
+            )
+        todo = missing_option(product, goal, s.options)
+        if todo is not None:
+            group, value = todo
+            return ExpertTurn(
+                f"The instruction asks for {group} {value}, so I choose it.", (f"click[{value}]",)
+            )
+        return ExpertTurn(
+            f"This item has the wanted attributes and options at {product.price_tag}, within budget, so I buy it.",
+            (f"click[{pages.BUY_NOW}]",),
+        )
+    return ExpertTurn("The purchase is done.", (f"click[{pages.BUY_NOW}]",))
