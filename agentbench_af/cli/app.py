@@ -1,6 +1,10 @@
 """The shared typer application that every command module registers on."""
 
 import typer
+from transformers.utils import logging as hf_logging
+
+# transformers' own bars ("Loading weights", "Writing model shards") drown the run's progress bar
+hf_logging.disable_progress_bar()
 
 app = typer.Typer(
     name="agentbench-af",

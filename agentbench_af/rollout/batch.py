@@ -78,3 +78,15 @@ class RolloutBatch:
             if value is not None:
                 updates[name] = value[rows]
         return replace(self, **updates)
+
+    def crop(self) -> RolloutBatch:
+        """Drop trailing columns that are padding in every row."""
+        width = int(self.attention_mask.sum(-1).max()) if self.batch_size else 0
+        if width == self.input_ids.shape[1]:
+            return self
+        updates = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, torch.Tensor) and value.dim() == 2 and value.shape[0] == self.batch_size and f.name != "turn_obs_key":
+                updates[f.name] = value[:, :width]
+        return replace(self, **updates)

@@ -1,0 +1,92 @@
+"""Training commands: `train CONFIG.yaml [key=value ...] [--resume]` and `eval RUN_DIR`.
+
+Left out: launching several runs (that is `sweep`) and remote logging (metrics stay in the run folder).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+import yaml
+
+from agentbench_af.cli.app import app
+from agentbench_af.config import ConfigError, load_config
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code)
+
+
+@app.command("train", context_settings={"allow_extra_args": False})
+def train_command(
+    config: Path = typer.Argument(None, help="YAML config (see baselines/). Omit to use the defaults."),
+    overrides: list[str] = typer.Argument(None, help="Overrides such as rl.steps=10 env.id=Sokoban-6x6-1box-v0."),
+    resume: bool = typer.Option(False, "--resume", help="Continue a killed run from its last checkpoint."),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress bars."),
+) -> None:
+    """Train a policy (warm start + RL) and write a run directory with record.json."""
+    from agentbench_af.train.config import TrainConfig
+
+    if config is not None and "=" in str(config) and not Path(config).exists():
+        overrides = [str(config), *(overrides or [])]
+        config = None
+    try:
+        cfg = load_config(TrainConfig, config, overrides or [])
+    except ConfigError as exc:
+        raise _fail(str(exc)) from exc
+    import agentbench_af
+
+    try:
+        agentbench_af.make(cfg.env.id, **cfg.env.overrides)
+    except (KeyError, TypeError, ImportError) as exc:
+        raise _fail(str(exc.args[0] if exc.args else exc)) from exc
+    from agentbench_af.train.loop import train
+
+    try:
+        record = train(cfg, resume=resume, show_progress=not quiet)
+    except FileExistsError as exc:
+        raise _fail(str(exc)) from exc
+    typer.echo(
+        f"{cfg.run_name}: final-step success {record.final_success:.3f} "
+        f"(warm start {record.warm_start_success:.3f}) over {cfg.eval.episodes} eval episodes; "
+        f"record: {Path(cfg.run.out_dir) / cfg.run_name / 'record.json'}"
+    )
+
+
+@app.command("eval")
+def eval_command(
+    run_dir: Path = typer.Argument(..., help="A run directory written by `train`."),
+    episodes: int = typer.Option(None, help="Evaluation episodes (default: the run's)."),
+    temperature: float = typer.Option(None, help="Sampling temperature, 0 = greedy (default: the run's)."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Evaluate a run's final policy on its evaluation seeds."""
+    from agentbench_af.config import from_dict
+    from agentbench_af.evaluate.evaluate import evaluate_policy
+    from agentbench_af.rollout.engine import TransformersEngine
+    from agentbench_af.train.config import TrainConfig
+    from agentbench_af.train.policy import Policy
+
+    cfg_path = run_dir / "config.yaml"
+    if not cfg_path.exists():
+        raise _fail(f"{run_dir} is not a run directory (no config.yaml)")
+    cfg = from_dict(TrainConfig, yaml.safe_load(cfg_path.read_text()))
+    policy_dir = run_dir / "final_policy"
+    if not policy_dir.exists():
+        raise _fail(f"{run_dir} has no final_policy yet (is the run finished? try `train --resume`)")
+    policy = Policy.load(policy_dir)
+    engine = TransformersEngine(policy.lm, policy.pad_token_id, cfg.rollout.max_batch_size)
+    result, _ = evaluate_policy(
+        engine, policy.tokenizer, policy.chat, cfg.env.id, episodes or cfg.eval.episodes,
+        cfg.eval.temperature if temperature is None else temperature, cfg.rollout, cfg.env.overrides,
+    )
+    if as_json:
+        typer.echo(json.dumps(result.to_dict(), indent=2))
+    else:
+        typer.echo(
+            f"{cfg.env.id} {cfg.method}: success {result.success:.3f}, mean reward {result.mean_reward:.3f}, "
+            f"valid {result.valid_rate:.3f}, mean turns {result.mean_turns:.2f} over {result.episodes} episodes"
+        )

@@ -1,0 +1,69 @@
+"""Final-step success: the success rate on a fixed evaluation seed set, with its protocol recorded.
+
+The evaluation seeds are the first `episodes` seeds of the environment variant's evaluation range,
+disjoint from its training range, so every method and run is scored on the same instances.
+Left out: best-of-n or pass@k metrics (the project reports final-step success only).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import agentbench_af
+from agentbench_af.formats.chat import ChatFormat
+from agentbench_af.rollout.collect import collect_rollouts
+from agentbench_af.rollout.engine import GenerationEngine
+from agentbench_af.rollout.types import RolloutConfig, Trajectory
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    success: float
+    mean_reward: float
+    valid_rate: float  # mean over turns
+    effective_rate: float  # mean over turns
+    mean_turns: float
+    episodes: int
+
+    def to_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+
+def eval_seeds(env_id: str, episodes: int, env_kwargs: dict | None = None) -> list[int]:
+    env = agentbench_af.make(env_id, **(env_kwargs or {}))
+    lo, hi = env.variant.eval_seeds
+    if episodes > hi - lo:
+        raise ValueError(f"{env_id} has only {hi - lo} evaluation seeds; asked for {episodes}")
+    return list(range(lo, lo + episodes))
+
+
+def summarise(trajs: list[Trajectory]) -> EvalResult:
+    turns = [t for tr in trajs for t in tr.turns]
+    n = max(len(trajs), 1)
+    return EvalResult(
+        success=sum(tr.success for tr in trajs) / n,
+        mean_reward=sum(tr.total_reward for tr in trajs) / n,
+        valid_rate=sum(t.valid for t in turns) / max(len(turns), 1),
+        effective_rate=sum(t.effective for t in turns) / max(len(turns), 1),
+        mean_turns=len(turns) / n,
+        episodes=len(trajs),
+    )
+
+
+def evaluate_policy(
+    engine: GenerationEngine,
+    tokenizer,
+    chat: ChatFormat,
+    env_id: str,
+    episodes: int,
+    temperature: float,
+    rollout: RolloutConfig,
+    env_kwargs: dict | None = None,
+) -> tuple[EvalResult, list[Trajectory]]:
+    """One episode per evaluation seed at `temperature` (0: greedy)."""
+    import dataclasses
+
+    cfg = dataclasses.replace(rollout, group_size=1, temperature=temperature)
+    seeds = eval_seeds(env_id, episodes, env_kwargs)
+    trajs = collect_rollouts(engine, tokenizer, chat, env_id, seeds, cfg, env_kwargs=env_kwargs)
+    return summarise(trajs), trajs

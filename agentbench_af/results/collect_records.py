@@ -1,0 +1,58 @@
+"""Find and load run records, and group them so that only seed-replicates are averaged together."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import pandas as pd
+
+from agentbench_af.results.record import RunRecord
+
+
+def find_records(paths: Iterable[str | Path]) -> list[Path]:
+    """Every `record.json` under the given directories (or the files themselves), sorted."""
+    found: set[Path] = set()
+    for p in paths:
+        p = Path(p)
+        if p.is_file() and p.name.endswith(".json"):
+            found.add(p)
+        elif p.is_dir():
+            found.update(p.rglob("record.json"))
+        else:
+            raise FileNotFoundError(f"no such file or directory: {p}")
+    return sorted(found)
+
+
+def records_frame(paths: Iterable[str | Path]) -> pd.DataFrame:
+    """One row per record: env, model, method, seed, config hash, success, status, protocol fields."""
+    rows = []
+    for path in find_records(paths):
+        r = RunRecord.load(path)
+        rows.append(
+            {
+                "path": str(path),
+                "env": r.env_id,
+                "model": r.model,
+                "model_params": r.model_params,
+                "method": r.method,
+                "seed": r.seed,
+                "config_hash": r.config_hash,
+                "final_success": r.final_success,
+                "warm_start_success": r.warm_start_success,
+                "status": r.status,
+                "error": r.error,
+                "wall_time_s": r.wall_time_s,
+                "eval_episodes": r.protocol.get("eval_episodes"),
+                "eval_temperature": r.protocol.get("eval_temperature"),
+                "rl_steps": r.protocol.get("rl_steps"),
+                "group_size": r.protocol.get("group_size"),
+                "prompts_per_step": r.protocol.get("prompts_per_step"),
+                "catalogue": r.protocol.get("catalogue"),
+                "bottleneck": r.bottleneck,
+            }
+        )
+    columns = ["path", "env", "model", "model_params", "method", "seed", "config_hash", "final_success",
+               "warm_start_success", "status", "error", "wall_time_s", "eval_episodes", "eval_temperature",
+               "rl_steps", "group_size", "prompts_per_step", "catalogue", "bottleneck"]
+    return pd.DataFrame(rows, columns=columns)

@@ -1,0 +1,104 @@
+"""The multi-turn collector: steps many environments at once, one batched generation per turn.
+
+For every live trajectory it builds the context from token ids only (rendered environment text and
+the ids that were sampled; generated text is never re-tokenised), asks the engine for one response
+each, labels the sampled ids with token roles, decodes them for the environment, and steps it.
+Left out: asynchronous environments (all envs here step in microseconds to milliseconds).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+
+import agentbench_af
+from agentbench_af.formats.chat import ChatFormat
+from agentbench_af.formats.prompts import system_prompt, turn_message
+from agentbench_af.formats.roles import token_roles
+from agentbench_af.rollout.engine import GenerationEngine, SamplingParams
+from agentbench_af.rollout.types import RolloutConfig, Trajectory, TurnRecord
+
+
+def stable_hash(text: str) -> int:
+    """A process-independent 63-bit hash of `text`."""
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=8).digest(), "big") >> 1
+
+
+def build_context(chat: ChatFormat, traj: Trajectory, message: str, cfg: RolloutConfig) -> list[int]:
+    """Context ids for the next turn of `traj` whose user message is `message`."""
+    past = traj.turns
+    if cfg.context_mode == "window":
+        past = past[-(cfg.window_turns - 1) :] if cfg.window_turns > 1 else []
+    messages = [t.user_message for t in past] + [message]
+    ids = list(chat.prefix_ids(traj.system_prompt, messages[0], prompt_prefix=cfg.prompt_prefix))
+    eot = list(chat.end_of_turn_ids)
+    for turn, nxt in zip(past, messages[1:], strict=True):
+        ids += turn.response_ids
+        if not turn.response_ids or turn.response_ids[-1] not in eot:
+            ids += eot[:1]  # a response cut by the token limit still closes its message (not trained on)
+        ids += chat.next_turn_ids(nxt, prompt_prefix=cfg.prompt_prefix)
+    return ids
+
+
+def collect_rollouts(
+    engine: GenerationEngine,
+    tokenizer,
+    chat: ChatFormat,
+    env_id: str,
+    seeds: Sequence[int],
+    cfg: RolloutConfig,
+    format_role: str = "reasoning",
+    env_kwargs: dict | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> list[Trajectory]:
+    """Run `cfg.group_size` rollouts for each seed; group i holds the rollouts of `seeds[i]`."""
+    env_kwargs = env_kwargs or {}
+    params = SamplingParams(cfg.temperature, cfg.top_p, cfg.max_new_tokens)
+    stop_ids = list(chat.end_of_turn_ids)
+    envs, trajs, messages = [], [], []
+    for group, seed in enumerate(seeds):
+        for _ in range(cfg.group_size):
+            env = agentbench_af.make(env_id, **env_kwargs)
+            obs, info = env.reset(seed=int(seed))
+            traj = Trajectory(env_id=env_id, seed=int(seed), group=group, system_prompt=system_prompt(env))
+            envs.append(env)
+            trajs.append(traj)
+            messages.append((obs, turn_message(obs, 1, env.actions_left, env.variant.max_actions_per_turn)))
+    live = list(range(len(trajs)))
+    while live:
+        contexts = [build_context(chat, trajs[i], messages[i][1], cfg) for i in live]
+        too_long = {i for i, ctx in zip(live, contexts, strict=True) if len(ctx) + cfg.max_new_tokens > cfg.max_context_tokens}
+        for i in too_long:
+            trajs[i].truncated = True
+        keep = [(i, ctx) for i, ctx in zip(live, contexts, strict=True) if i not in too_long]
+        if not keep:
+            break
+        gens = engine.generate([ctx for _, ctx in keep], params, stop_ids)
+        next_live = []
+        for (i, ctx), gen in zip(keep, gens, strict=True):
+            ids = gen.token_ids
+            body = ids[:-1] if gen.finished else ids
+            text = cfg.prompt_prefix + tokenizer.decode(body, skip_special_tokens=False)
+            roles = token_roles(ids, tokenizer, prompt_prefix=cfg.prompt_prefix, format_role=format_role)
+            obs_before, user_message = messages[i]
+            env = envs[i]
+            obs, reward, terminated, truncated, info = env.step(text)
+            trajs[i].turns.append(
+                TurnRecord(
+                    user_message=user_message, context_ids=ctx, response_ids=list(ids),
+                    logprobs=list(gen.logprobs), entropies=list(gen.entropies), roles=[int(r) for r in roles],
+                    response_text=text, reward=float(reward), valid=bool(info["action_is_valid"]),
+                    effective=bool(info["action_is_effective"]), invalid_reason=str(info.get("invalid_reason", "")),
+                    obs_key=stable_hash(obs_before),
+                )
+            )
+            trajs[i].success = bool(info["success"])
+            if terminated or truncated:
+                trajs[i].terminated, trajs[i].truncated = bool(terminated), bool(truncated)
+            else:
+                next_live.append(i)
+                messages[i] = (obs, turn_message(obs, env.turn + 1, env.actions_left, env.variant.max_actions_per_turn))
+        if progress is not None:
+            progress(len(keep))
+        live = next_live
+    return trajs

@@ -1,0 +1,73 @@
+"""Rollout configuration and the per-turn / per-trajectory records the collector produces."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+
+@dataclass(frozen=True)
+class RolloutConfig:
+    """How rollouts are sampled.
+
+    `context_mode`: `full` keeps the whole history in the context (one training sample per trajectory);
+    `window` keeps the system prompt and the last `window_turns` turns (one sample per turn).
+    `prompt_prefix` is text forced at the start of every response (e.g. "<think>"); it is part of the
+    prompt, never trained on, and is prepended to the response text the environment sees.
+    """
+
+    group_size: int = 8
+    context_mode: Literal["full", "window"] = "full"
+    window_turns: int = 2
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_new_tokens: int = 96
+    max_context_tokens: int = 2048
+    prompt_prefix: str = ""
+    max_batch_size: int = 256
+
+    def __post_init__(self) -> None:
+        if self.group_size < 1:
+            raise ValueError("group_size must be >= 1")
+        if self.context_mode not in ("full", "window"):
+            raise ValueError(f"context_mode must be 'full' or 'window', got {self.context_mode!r}")
+        if self.window_turns < 1:
+            raise ValueError("window_turns must be >= 1")
+
+
+@dataclass
+class TurnRecord:
+    """One turn: the ids the policy saw, what it sampled, and what the environment answered."""
+
+    user_message: str
+    context_ids: list[int]
+    response_ids: list[int]
+    logprobs: list[float]
+    entropies: list[float]
+    roles: list[int]
+    response_text: str
+    reward: float = 0.0
+    valid: bool = True
+    effective: bool = False
+    invalid_reason: str = ""
+    obs_key: int = 0  # stable hash of the observation the turn acted on (GiGPO step groups)
+
+
+@dataclass
+class Trajectory:
+    env_id: str
+    seed: int
+    group: int
+    system_prompt: str
+    turns: list[TurnRecord] = field(default_factory=list)
+    success: bool = False
+    terminated: bool = False
+    truncated: bool = False
+
+    @property
+    def total_reward(self) -> float:
+        return float(sum(t.reward for t in self.turns))
+
+    @property
+    def num_generated_tokens(self) -> int:
+        return sum(len(t.response_ids) for t in self.turns)

@@ -1,0 +1,72 @@
+"""Atomic training checkpoints: model, optimizer, scheduler and RNG states, plus the loop position.
+
+A checkpoint is one `torch.save` file written through `atomic_write`, so a run killed while saving
+keeps its previous checkpoint. `latest` is whichever `ckpt-<step>.pt` has the highest step; older ones
+are pruned to `keep`. Left out: sharded or distributed checkpoints.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from agentbench_af.io import atomic_write
+
+
+@dataclass
+class TrainState:
+    step: int  # RL updates completed
+    model: dict[str, Any]
+    optimizer: dict[str, Any]
+    scheduler: dict[str, Any] | None
+    extra: dict[str, Any]  # loop bookkeeping: token counts, curve, wall time so far
+
+
+def rng_states() -> dict[str, Any]:
+    return {
+        "python": random.getstate(),
+        "numpy": np.random.get_state(),
+        "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+    }
+
+
+def restore_rng_states(states: dict[str, Any]) -> None:
+    random.setstate(states["python"])
+    np.random.set_state(states["numpy"])
+    torch.set_rng_state(states["torch"])
+    if states.get("cuda") is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(states["cuda"])
+
+
+def save_checkpoint(run_dir: Path, state: TrainState, keep: int = 2) -> Path:
+    ckpt_dir = Path(run_dir) / "checkpoints"
+    path = ckpt_dir / f"ckpt-{state.step:06d}.pt"
+    payload = {
+        "step": state.step,
+        "model": state.model,
+        "optimizer": state.optimizer,
+        "scheduler": state.scheduler,
+        "extra": state.extra,
+        "rng": rng_states(),
+    }
+    atomic_write(path, lambda p: torch.save(payload, p))
+    for old in sorted(ckpt_dir.glob("ckpt-*.pt"))[:-keep]:
+        old.unlink(missing_ok=True)
+    return path
+
+
+def latest_checkpoint(run_dir: Path) -> Path | None:
+    found = sorted((Path(run_dir) / "checkpoints").glob("ckpt-*.pt"))
+    return found[-1] if found else None
+
+
+def load_checkpoint(path: Path) -> tuple[TrainState, dict[str, Any]]:
+    payload = torch.load(path, map_location="cpu", weights_only=False)
+    state = TrainState(payload["step"], payload["model"], payload["optimizer"], payload["scheduler"], payload["extra"])
+    return state, payload["rng"]

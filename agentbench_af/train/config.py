@@ -1,0 +1,122 @@
+"""`TrainConfig`: one frozen dataclass tree per run, loaded from YAML with `key.sub=value` overrides.
+
+A method is `estimator x weighting` written as `base[+weighting]`: `ppo` (GAE with a value head),
+`grpo`, `rloo`, `gigpo` (step-level groups), each optionally `+actfocus`, `+actfocus-reasoning-only`,
+`+action-only`, `+top-entropy` (or `+uniform`, the default). `method` decides `credit.estimator` and
+`credit.weighting`; set the other `credit.*` knobs directly. Saved beside every result.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from agentbench_af.credit.config import CreditConfig
+from agentbench_af.rollout.types import RolloutConfig
+from agentbench_af.train.loss import LossConfig
+
+BASE_ESTIMATORS = {"ppo": "gae", "grpo": "grpo", "rloo": "rloo", "gigpo": "gigpo-step"}
+
+
+def parse_method(method: str) -> tuple[str, str]:
+    """`"grpo+actfocus"` -> `("grpo", "actfocus")`; raises ValueError listing the valid parts."""
+    from agentbench_af.credit import TOKEN_WEIGHTINGS
+
+    base, _, weighting = method.strip().lower().partition("+")
+    weighting = weighting or "uniform"
+    if base not in BASE_ESTIMATORS:
+        raise ValueError(f"method {method!r}: base must be one of {sorted(BASE_ESTIMATORS)}")
+    if weighting not in TOKEN_WEIGHTINGS:
+        raise ValueError(f"method {method!r}: weighting must be one of {sorted(TOKEN_WEIGHTINGS)}")
+    return BASE_ESTIMATORS[base], weighting
+
+
+@dataclass(frozen=True)
+class EnvConfig:
+    id: str = "FrozenLake-4x4-v0"
+    overrides: dict[str, Any] = field(default_factory=dict)  # variant fields, e.g. {max_turns: 6}
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    name: str = "tiny-0.2m"  # a tiny-family name (tiny-0.2m, tiny-0.7m, tiny-2m, tiny-7m, tiny-30m); ignored when `path` is set
+    path: str | None = None  # a Hugging Face model directory or id (GPU path), loaded offline
+    vocab_size: int = 512  # tiny tokenizer vocabulary (byte-level BPE trained on expert text)
+    tokenizer_episodes: int = 300  # expert episodes whose text trains the tokenizer
+    dtype: Literal["auto", "float32", "bfloat16"] = "auto"  # auto: bf16 on GPU, fp32 on CPU
+
+
+@dataclass(frozen=True)
+class SFTConfig:
+    """Warm start on expert demonstrations; `steps` is the budget knob for a partial policy."""
+
+    steps: int = 200
+    batch_size: int = 32
+    lr: float = 1e-3
+    warmup_steps: int = 10
+    episodes: int = 2000  # expert episodes from the training seed range
+
+
+@dataclass(frozen=True)
+class RLConfig:
+    steps: int = 30
+    prompts_per_step: int = 16  # seeds per step; each gets rollout.group_size rollouts
+    lr: float = 1e-4
+    critic_lr: float = 1e-3
+    warmup_steps: int = 3
+    epochs: int = 1
+    minibatches: int = 1  # optimizer steps per epoch
+    weight_decay: float = 0.0
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    episodes: int = 128  # the first `episodes` seeds of the environment's evaluation range
+    temperature: float = 0.0  # 0: greedy
+    every: int = 10  # RL steps between evaluations (the curve); the final step is always evaluated
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    seed: int = 0
+    out_dir: str = "runs"
+    name: str = ""  # run directory name; empty: <env>-<method>-<model>-s<seed>
+    init_from: str | None = None  # a warm-start policy directory to branch from (skips SFT)
+    checkpoint_every: int = 5
+    save_rollouts_every: int = 0  # 0: never; else save a rollout sample every N steps
+    rollout_sample_groups: int = 8  # groups per saved sample
+    threads: int = 0  # torch threads; 0: all cores
+    device: str = "auto"  # auto: cuda when available
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    method: str = "grpo"
+    env: EnvConfig = field(default_factory=EnvConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    sft: SFTConfig = field(default_factory=SFTConfig)
+    rl: RLConfig = field(default_factory=RLConfig)
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    credit: CreditConfig = field(default_factory=CreditConfig)
+    loss: LossConfig = field(default_factory=LossConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    run: RunConfig = field(default_factory=RunConfig)
+
+    def __post_init__(self) -> None:
+        estimator, weighting = parse_method(self.method)
+        if (self.credit.estimator, self.credit.weighting) != (estimator, weighting):
+            object.__setattr__(
+                self, "credit", dataclasses.replace(self.credit, estimator=estimator, weighting=weighting)
+            )
+
+    @property
+    def needs_value_head(self) -> bool:
+        return self.credit.estimator == "gae"
+
+    @property
+    def run_name(self) -> str:
+        if self.run.name:
+            return self.run.name
+        model = self.model.path.rstrip("/").split("/")[-1] if self.model.path else self.model.name
+        return f"{self.env.id}-{self.method}-{model}-s{self.run.seed}"

@@ -1,0 +1,61 @@
+"""Expert demonstrations as `Trajectory` records, so the warm start trains on exactly the contexts
+the rollout collector builds (same chat format, same context mode, token roles from the same code).
+
+The expert's response text is tokenised here (it was never sampled, so there is nothing to preserve);
+an end-of-turn id closes every response. Left out: demonstrations from sources other than the
+environment's own expert.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import agentbench_af
+from agentbench_af.formats.chat import ChatFormat
+from agentbench_af.formats.parse import format_response
+from agentbench_af.formats.prompts import system_prompt, turn_message
+from agentbench_af.formats.roles import token_roles
+from agentbench_af.rollout.collect import build_context, stable_hash
+from agentbench_af.rollout.types import RolloutConfig, Trajectory, TurnRecord
+
+
+def demonstration_trajectories(
+    env_id: str,
+    seeds: Sequence[int],
+    tokenizer,
+    chat: ChatFormat,
+    cfg: RolloutConfig,
+    format_role: str = "reasoning",
+    env_kwargs: dict | None = None,
+) -> list[Trajectory]:
+    """One expert episode per seed, as trajectories (group = index of the seed)."""
+    eot = list(chat.end_of_turn_ids)[:1]
+    trajs = []
+    for group, seed in enumerate(seeds):
+        env = agentbench_af.make(env_id, **(env_kwargs or {}))
+        obs, _ = env.reset(seed=int(seed))
+        traj = Trajectory(env_id=env_id, seed=int(seed), group=group, system_prompt=system_prompt(env))
+        done = False
+        while not done:
+            message = turn_message(obs, env.turn + 1, env.actions_left, env.variant.max_actions_per_turn)
+            context = build_context(chat, traj, message, cfg)
+            expert = env.expert_turn()
+            text = format_response(expert.reasoning, expert.actions)
+            body = text[len(cfg.prompt_prefix) :] if text.startswith(cfg.prompt_prefix) else text
+            ids = chat.response_ids(body, cfg.prompt_prefix) + eot
+            roles = token_roles(ids, tokenizer, prompt_prefix=cfg.prompt_prefix, format_role=format_role)
+            obs_before = obs
+            obs, reward, terminated, truncated, info = env.step(text)
+            traj.turns.append(
+                TurnRecord(
+                    user_message=message, context_ids=context, response_ids=ids,
+                    logprobs=[0.0] * len(ids), entropies=[0.0] * len(ids), roles=[int(r) for r in roles],
+                    response_text=text, reward=float(reward), valid=bool(info["action_is_valid"]),
+                    effective=bool(info["action_is_effective"]), obs_key=stable_hash(obs_before),
+                )
+            )
+            traj.success = bool(info["success"])
+            done = terminated or truncated
+            traj.terminated, traj.truncated = bool(terminated), bool(truncated)
+        trajs.append(traj)
+    return trajs

@@ -1,0 +1,80 @@
+"""Supervised warm start on expert demonstrations: next-token loss on generated (response) tokens only.
+
+The demonstrations are built by `train.demos` with the collector's own context construction, so the
+policy is warm-started on exactly the contexts it will see in RL. `SFTConfig.steps` is the budget:
+few steps leave a partial policy for RL to improve. Left out: packing and sequence bucketing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+import torch
+
+from agentbench_af.rollout.to_batch import trajectories_to_batch
+from agentbench_af.train.config import TrainConfig
+from agentbench_af.train.demos import demonstration_trajectories
+from agentbench_af.train.forward import token_stats
+
+
+def training_seeds(env, count: int, rng: np.random.Generator) -> list[int]:
+    """`count` distinct seeds drawn from the variant's training range."""
+    lo, hi = env.variant.train_seeds
+    if hi - lo <= count:
+        return list(range(lo, hi))
+    return sorted(int(s) for s in rng.choice(np.arange(lo, hi), size=count, replace=False))
+
+
+def warmup_lambda(warmup_steps: int) -> Callable[[int], float]:
+    return lambda step: min(1.0, (step + 1) / max(warmup_steps, 1))
+
+
+def sft_warm_start(
+    lm: torch.nn.Module,
+    tokenizer,
+    chat,
+    cfg: TrainConfig,
+    device: torch.device,
+    progress: Callable[[int, float], None] | None = None,
+) -> dict[str, float]:
+    """Train `lm` in place for `cfg.sft.steps` steps; returns final loss and token counts."""
+    import agentbench_af
+
+    if cfg.sft.steps <= 0:
+        return {"sft_steps": 0}
+    env = agentbench_af.make(cfg.env.id, **cfg.env.overrides)
+    rng = np.random.default_rng([cfg.run.seed, 1])
+    seeds = training_seeds(env, cfg.sft.episodes, rng)
+    trajs = demonstration_trajectories(
+        cfg.env.id, seeds, tokenizer, chat, cfg.rollout, cfg.credit.format_role, cfg.env.overrides
+    )
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else chat.end_of_turn_ids[0]
+    data = trajectories_to_batch(trajs, cfg.rollout.context_mode, pad)
+    optimizer = torch.optim.AdamW(lm.parameters(), lr=cfg.sft.lr, weight_decay=0.0)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_lambda(cfg.sft.warmup_steps))
+    gen = torch.Generator().manual_seed(cfg.run.seed * 1_000_003 + 7)
+    lm.train()
+    loss_value = math.nan
+    for step in range(cfg.sft.steps):
+        rows = torch.randint(0, data.batch_size, (min(cfg.sft.batch_size, data.batch_size),), generator=gen)
+        mb = data.select(rows).crop().to(device)
+        logprobs, _, _ = token_stats(lm, mb.input_ids, mb.attention_mask, with_entropy=False)  # (b, t)
+        mask = mb.response_mask.float()  # (b, t)
+        loss = -(logprobs * mask).sum() / mask.sum().clamp(min=1.0)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(lm.parameters(), 1.0)
+        optimizer.step()
+        scheduler.step()
+        loss_value = float(loss.detach())
+        if progress is not None:
+            progress(step, loss_value)
+    return {
+        "sft_steps": cfg.sft.steps,
+        "sft_final_loss": loss_value,
+        "sft_demo_episodes": len(trajs),
+        "sft_demo_success": float(np.mean([t.success for t in trajs])),
+        "sft_response_tokens": int(data.response_mask.sum()),
+    }

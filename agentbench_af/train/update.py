@@ -1,0 +1,94 @@
+"""One PPO/GRPO policy update over a rollout batch: epochs x minibatches of the weighted clipped loss.
+
+Advantages and token weights are computed once for the whole batch (credit assignment is pure tensor
+code in `agentbench_af.credit`) and sliced per minibatch; the per-token loss and its aggregation come
+from `train.loss`. The weights multiply the policy surrogate only. Left out: gradient accumulation
+across minibatches (one optimizer step per minibatch, as in PPO) and mixed-precision loss scaling.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from agentbench_af.rollout.batch import RolloutBatch
+from agentbench_af.train import loss as L
+from agentbench_af.train.forward import token_stats
+
+
+@dataclass
+class UpdateInputs:
+    batch: RolloutBatch
+    advantages: torch.Tensor  # (B, T)
+    returns: torch.Tensor | None  # (B, T), for the value loss
+    weights: torch.Tensor  # (B, T)
+
+
+def _mean(values: list[float]) -> float:
+    return float(sum(values) / max(len(values), 1))
+
+
+def ppo_update(
+    lm: nn.Module,
+    value_head: nn.Module | None,
+    optimizer: torch.optim.Optimizer,
+    inputs: UpdateInputs,
+    loss_cfg: L.LossConfig,
+    epochs: int,
+    minibatches: int,
+    temperature: float,
+    generator: torch.Generator,
+    device: torch.device,
+    autocast_dtype: torch.dtype | None = None,
+) -> dict[str, float]:
+    """Run the update in place; returns mean metrics over minibatches."""
+    batch = inputs.batch
+    B = batch.batch_size
+    params = [p for p in lm.parameters() if p.requires_grad]
+    if value_head is not None:
+        params += list(value_head.parameters())
+    logs: dict[str, list[float]] = {}
+    lm.train()
+    for _ in range(epochs):
+        order = torch.randperm(B, generator=generator)
+        for chunk in torch.chunk(order, max(1, min(minibatches, B))):
+            mb = batch.select(chunk).crop().to(device)
+            width = mb.input_ids.shape[1]
+            adv = inputs.advantages[chunk, :width].to(device)  # (b, t)
+            w = inputs.weights[chunk, :width].to(device)  # (b, t)
+            mask = mb.response_mask  # (b, t)
+            with torch.autocast(device.type, dtype=autocast_dtype, enabled=autocast_dtype is not None):
+                logprobs, entropy, values = token_stats(
+                    lm, mb.input_ids, mb.attention_mask, temperature, value_head=value_head
+                )
+            surrogate = L.clipped_surrogate(logprobs, mb.old_logprobs, adv, loss_cfg)  # (b, t)
+            total = L.agg_loss(w * surrogate, mask, loss_cfg.agg)
+            logs.setdefault("pg_loss", []).append(float(total.detach()))
+            if value_head is not None and inputs.returns is not None:
+                ret = inputs.returns[chunk, :width].to(device)
+                old_values = mb.values if mb.values is not None else values.detach()
+                vl = L.value_loss(values, old_values, ret, mask, loss_cfg)
+                total = total + loss_cfg.value_coef * vl
+                logs.setdefault("value_loss", []).append(float(vl.detach()))
+            if loss_cfg.kl_coef > 0:
+                if mb.ref_logprobs is None:
+                    raise ValueError("loss.kl_coef > 0 needs reference log-probs in the batch")
+                kl = L.agg_loss(L.kl_k3(logprobs, mb.ref_logprobs), mask, loss_cfg.agg)
+                total = total + loss_cfg.kl_coef * kl
+                logs.setdefault("kl_ref", []).append(float(kl.detach()))
+            if loss_cfg.entropy_coef > 0 and entropy is not None:
+                ent = L.agg_loss(entropy, mask, loss_cfg.agg)
+                total = total - loss_cfg.entropy_coef * ent
+            optimizer.zero_grad(set_to_none=True)
+            total.backward()
+            grad_norm = torch.nn.utils.clip_grad_norm_(params, loss_cfg.max_grad_norm)
+            optimizer.step()
+            for key, value in L.policy_metrics(logprobs.detach(), mb.old_logprobs, mask, loss_cfg).items():
+                logs.setdefault(key, []).append(float(value))
+            if entropy is not None:
+                ent_mean = (entropy.detach() * mask).sum() / mask.sum().clamp(min=1)
+                logs.setdefault("entropy", []).append(float(ent_mean))
+            logs.setdefault("grad_norm", []).append(float(grad_norm))
+    return {k: _mean(v) for k, v in logs.items()}

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Install everything the test suite needs into .venv and run it (the README's test command).
+# torch is installed first from the CPU wheel (torch==2.13.0): an unpinned torch would pull CUDA builds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+[ -d .venv ] || "$PY" -m venv .venv
+. .venv/bin/activate
+python -m pip install -q --upgrade pip
+python -m pip install -q "torch==2.13.0"
+python -m pip install -q -e ".[test,textworld,alfworld,ray]"
+if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+  (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || echo "warning: could not install chromium"
+fi
+python -m ruff check .
+python -m pytest -q -m "not slow" "$@"
+# the long end-to-end runs, in their reduced CI form
+python -m pytest -q -m slow "$@"
