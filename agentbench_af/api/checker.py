@@ -17,6 +17,7 @@ required: stochastic variants make an optimal expert fail sometimes).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import time
@@ -107,8 +108,11 @@ def random_response(env: TextEnv, vocab: Sequence[str], rng: random.Random) -> s
 
 
 class _Checker:
-    def __init__(self, env: TextEnv, env_id: str, seeds: tuple[int, ...], seed: int) -> None:
+    def __init__(
+        self, env: TextEnv, env_id: str, seeds: tuple[int, ...], seed: int, replay_turns: int
+    ) -> None:
         self.env, self.id, self.seeds, self.seed = env, env_id, seeds, seed
+        self.replay_turns = replay_turns
         self.timings: dict[str, float] = {}
         self.passed: list[str] = []
         self.vocab: tuple[str, ...] = ()
@@ -180,13 +184,13 @@ class _Checker:
                 )
         return obs, reward, terminated, truncated, dict(info)
 
-    def expert(self) -> ExpertTurn:
+    def expert(self, env: TextEnv | None = None) -> ExpertTurn:
+        env = env or self.env
         try:
-            return self.env.expert_turn()
+            return env.expert_turn()
         except Exception as exc:
             raise self.fail(
-                self.current,
-                f"expert_turn raised {exc!r} at turn {self.env.turn} of seed {self.env.seed_used}",
+                self.current, f"expert_turn raised {exc!r} at turn {env.turn} of seed {env.seed_used}"
             ) from exc
 
     def _check_info(self, info: object, where: str) -> None:
@@ -207,14 +211,13 @@ class _Checker:
 
     # ------------------------------------------------------------- the checks
     def reset_deterministic(self) -> None:
+        """Reset every seed, then every seed again (other seeds in between when there are several)."""
+        first = {s: (*self.reset(s), self.env.render()) for s in self.seeds}
         for s in self.seeds:
-            first = (*self.reset(s), self.env.render())
-            other = self.seeds[(self.seeds.index(s) + 1) % len(self.seeds)]
-            self.reset(other)
             second = (*self.reset(s), self.env.render())
-            for name, a, b in zip(("observation", "info", "render"), first, second, strict=True):
-                if a != b:
-                    raise self.fail("reset_deterministic", f"seed {s}: {name} differs: {a!r} vs {b!r}")
+            for name, x, y in zip(("observation", "info", "render"), first[s], second, strict=True):
+                if x != y:
+                    raise self.fail("reset_deterministic", f"seed {s}: {name} differs: {x!r} vs {y!r}")
 
     def expert_valid(self) -> None:
         env, v = self.env, self.env.variant
@@ -259,13 +262,14 @@ class _Checker:
             )
         ]
         done = False
-        while not done and (responses is None or len(chosen) < len(responses)):
+        limit = len(responses) if responses is not None else self.replay_turns
+        while not done and len(chosen) < limit:
             if responses is not None:
                 text = responses[len(chosen)]
             else:
                 u = rng.random()
                 text = (
-                    expert_response(self.expert())
+                    expert_response(self.expert(env))
                     if u < 0.5
                     else (random_response(env, self.vocab, rng) if u < 0.8 else rng.choice(bad))
                 )
@@ -276,15 +280,17 @@ class _Checker:
         return chosen, transcript
 
     def replay(self) -> None:
+        """Play every seed (at most `replay_turns` turns), replay them all, then the first on a fresh instance."""
+        played = [self._play(s, None, random.Random(self.seed * 7919 + i)) for i, s in enumerate(self.seeds)]
+        rng = random.Random(self.seed)
+        where = "after other seeds" if len(self.seeds) > 1 else "after a reset"
+        for s, (responses, first) in zip(self.seeds, played, strict=True):
+            self._compare(s, where, responses, first, self._play(s, responses, rng)[1])
         fresh = type(self.env)(variant=self.env.variant)
         try:
-            for i, s in enumerate(self.seeds):
-                rng = random.Random(self.seed * 7919 + i)
-                responses, first = self._play(s, None, rng)
-                self._play(self.seeds[(i + 1) % len(self.seeds)], None, rng)  # another episode in between
-                for where, env in (("after another seed", self.env), ("on a fresh instance", fresh)):
-                    _, again = self._play(s, responses, rng, env)
-                    self._compare(s, where, responses, first, again)
+            responses, first = played[0]
+            again = self._play(self.seeds[0], responses, rng, fresh)[1]
+            self._compare(self.seeds[0], "on a fresh instance", responses, first, again)
         finally:
             fresh.close()
 
@@ -302,43 +308,57 @@ class _Checker:
                         "replay", f"seed {s} {where}: {name} differs at turn {turn}{after}: {u!r} vs {w!r}"
                     )
 
+    def _long_episode_env(self, n: int) -> TextEnv:
+        """An instance whose turn limit outlasts the corpus (fewer resets); the env itself if none can be built."""
+        try:
+            return type(self.env)(variant=dataclasses.replace(self.env.variant, max_turns=2 * n + 100))
+        except (TypeError, ValueError):
+            return self.env
+
+    def _expert_step(self, env: TextEnv) -> bool:
+        """One expert turn (it must be valid); True when the episode ended."""
+        _, _, terminated, truncated, info = self.step(expert_response(self.expert(env)), env, "expert turn")
+        if not info["action_is_valid"]:
+            raise self.fail(
+                "expert_valid", f"expert turn invalid at turn {env.turn}: {info['invalid_reason']}"
+            )
+        return terminated or truncated
+
     def malformed(self, n: int) -> None:
-        env, v = self.env, self.env.variant
+        """Step the corpus through long episodes, with an expert turn now and then to vary the state."""
+        env = self._long_episode_env(n)
+        penalty = env.variant.format_penalty
         rng = random.Random(self.seed)
         corpus = malformed_responses(
-            n, action_words=self.vocab, max_actions_per_turn=v.max_actions_per_turn, seed=self.seed
+            n, action_words=self.vocab, max_actions_per_turn=env.variant.max_actions_per_turn, seed=self.seed
         )
         cases: list[tuple[object, str]] = [(m.text, f"{m.kind} case {m.preview(60)}") for m in corpus]
         cases += [(x, f"non-text case {x!r}") for x in _NON_TEXT_INPUTS]
-        seed_i, done = 0, True
-        for text, preview in cases:
-            while done:  # a fresh episode, sometimes a few expert turns in
-                self.reset(self.seeds[seed_i % len(self.seeds)])
-                seed_i += 1
-                done = False
-                for _ in range(rng.randrange(3)):
-                    t = self.step(expert_response(self.expert()), label="expert turn")
-                    if not t[4]["action_is_valid"]:
-                        raise self.fail(
-                            "expert_valid",
-                            f"expert turn invalid at turn {env.turn}: {t[4]['invalid_reason']}",
-                        )
-                    if t[2] or t[3]:
-                        done = True
-                        break
-            before = (env.render(), env.actions_left)
-            obs, reward, terminated, truncated, info = self.step(text, label=preview)
-            if info["action_is_valid"] or info["num_actions"] != 0 or info["action_is_effective"]:
-                raise self.fail("malformed", f"{preview} counted as valid/applied: {info}")
-            if reward != v.format_penalty:
-                raise self.fail(
-                    "malformed", f"{preview} got reward {reward!r}, not format_penalty {v.format_penalty!r}"
-                )
-            if (env.render(), env.actions_left) != before or terminated:
-                raise self.fail(
-                    "malformed", f"{preview} changed the state (render or actions_left) or terminated"
-                )
-            done = truncated
+        episodes, done = 0, True
+        try:
+            for text, preview in cases:
+                while done or rng.random() < 0.03:
+                    if done:
+                        self.reset(self.seeds[episodes % len(self.seeds)], env)
+                        episodes, done = episodes + 1, False
+                    else:
+                        done = self._expert_step(env)
+                before = (env.render(), env.actions_left)
+                _, reward, terminated, truncated, info = self.step(text, env, label=preview)
+                if info["action_is_valid"] or info["num_actions"] != 0 or info["action_is_effective"]:
+                    raise self.fail("malformed", f"{preview} counted as valid/applied: {info}")
+                if reward != penalty:
+                    raise self.fail(
+                        "malformed", f"{preview} got reward {reward!r}, not format_penalty {penalty!r}"
+                    )
+                if (env.render(), env.actions_left) != before or terminated:
+                    raise self.fail(
+                        "malformed", f"{preview} changed the state (render or actions_left) or terminated"
+                    )
+                done = truncated
+        finally:
+            if env is not self.env:
+                env.close()
 
     def valid_prefix(self) -> None:
         env = self.env
@@ -382,12 +402,19 @@ class _Checker:
 
 
 def check_env(
-    env_or_id: TextEnv | str, *, seeds: Sequence[int] | None = None, n_malformed: int = 1000, seed: int = 0
+    env_or_id: TextEnv | str,
+    *,
+    seeds: Sequence[int] | None = None,
+    n_malformed: int = 1000,
+    replay_turns: int = 20,
+    seed: int = 0,
 ) -> CheckReport:
     """Run every check on an environment instance or registered id; raise `CheckError` on a violation.
 
-    `seeds` default to two training seeds and one evaluation seed of the variant; `seed` drives the
-    random choices of the checker itself (response mix, malformed corpus).
+    `seeds` default to two training seeds and one evaluation seed of the variant; replayed episodes
+    are cut after `replay_turns` turns; `seed` drives the checker's own random choices (response
+    mix, malformed corpus). The malformed corpus runs on a second instance whose `max_turns` is
+    raised so that it needs few resets (the turn limit itself is checked on the given instance).
     """
     own = isinstance(env_or_id, str)
     env = make(env_or_id) if isinstance(env_or_id, str) else env_or_id
@@ -398,7 +425,7 @@ def check_env(
     seeds_t = (
         tuple(int(s) for s in seeds) if seeds else (v.train_seeds[0], v.train_seeds[0] + 1, v.eval_seeds[0])
     )
-    c = _Checker(env, env_id, seeds_t, seed)
+    c = _Checker(env, env_id, seeds_t, seed, replay_turns)
     try:
         with c.check("reset_deterministic"):
             c.reset_deterministic()

@@ -201,8 +201,9 @@ class _Builders:
         )
 
     def bad_separator(self, rng: random.Random) -> str:
+        """`A | B |`: a separator that is not `||`, and a trailing one, so no bracketed argument can swallow it."""
         sep = rng.choice((" | ", " ; ", " && ", " / ", "|"))
-        return _think(rng) + _ans(sep.join([self.word(rng), self.word(rng)]))
+        return _think(rng) + _ans(sep.join([self.word(rng), self.word(rng)]) + sep.rstrip())
 
 
 KINDS: tuple[str, ...] = (

@@ -130,7 +130,7 @@ class AllOrNothing(FrozenLakeEnv):
         (LeakyRewards, "replay", "reward differs"),
         (IntBoolInfo, "step_types", "info['num_actions']"),
         (TerminatesAtTurnLimit, "step_types", "terminated=True but the state's is_success or is_failure"),
-        (CrashesOnUnicode, "replay", "step raised UnicodeEncodeError"),
+        (CrashesOnUnicode, "malformed", "step raised UnicodeEncodeError"),
         (ExtraPenaltyOnInvalid, "malformed", "not format_penalty"),
         (AllOrNothing, "valid_prefix", "num_actions=0 (prefix alone: 1)"),
     ],
