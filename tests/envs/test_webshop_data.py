@@ -1,0 +1,60 @@
+"""The shipped catalogue: schema, size, and the generator's byte-identical output."""
+
+import gzip
+import json
+
+import pytest
+from agentbench_af.environments.webshop.catalogue import SHIPPED_DIR, find_file
+from agentbench_af.environments.webshop.generate import generate, write
+from agentbench_af.environments.webshop.scoring import normalize_color
+from agentbench_af.environments.webshop.variants import SHIPPED_GOALS
+
+RAW_KEYS = {
+    "asin",
+    "name",
+    "full_description",
+    "small_description",
+    "pricing",
+    "customization_options",
+    "category",
+}
+
+
+def _load(stem: str):
+    return json.loads(gzip.decompress(find_file(SHIPPED_DIR, stem).read_bytes()))  # type: ignore[union-attr]
+
+
+def test_shipped_files_are_small_and_in_webshop_schema():
+    assert sum(p.stat().st_size for p in SHIPPED_DIR.glob("*.json.gz")) < 1_000_000
+    items, ins, reviews = _load("items_shuffle"), _load("items_ins_v2"), _load("reviews")
+    assert len(items) >= 1000 and RAW_KEYS | {"query", "product_category"} <= set(items[0])
+    assert len({p["asin"] for p in items}) == len(items)
+    with_goal = [a for a, e in ins.items() if e["instruction"]]
+    assert len(with_goal) == SHIPPED_GOALS
+    for asin in with_goal[:200]:
+        e = ins[asin]
+        assert set(e["instruction_attributes"]) <= set(e["attributes"])
+        assert isinstance(e["instruction_options"], dict)
+    assert {r["asin"] for r in reviews} == {p["asin"] for p in items}
+
+
+def test_option_values_never_appear_in_the_product_text():
+    """Otherwise WebShop's text fallback would count any choice of that option as right."""
+    for p in _load("items_shuffle")[:500]:
+        text = " ".join([p["name"], p["full_description"], *p["small_description"]]).lower()
+        for contents in p["customization_options"].values():
+            assert all(normalize_color(c["value"]) not in text for c in contents), p["asin"]
+
+
+def test_generator_is_deterministic(tmp_path):
+    a = write(generate(seed=3, n_products=300, n_goals=100), tmp_path / "a")
+    b = write(generate(seed=3, n_products=300, n_goals=100), tmp_path / "b")
+    assert [p.read_bytes() for p in a] == [p.read_bytes() for p in b]
+    c = write(generate(seed=4, n_products=300, n_goals=100), tmp_path / "c")
+    assert a[0].read_bytes() != c[0].read_bytes()
+
+
+@pytest.mark.slow
+def test_generator_reproduces_the_shipped_files(tmp_path):
+    for path in write(generate(), tmp_path):
+        assert path.read_bytes() == (SHIPPED_DIR / path.name).read_bytes(), path.name
