@@ -150,8 +150,16 @@ def load_config(cls: type[T], path: str | Path | None = None, overrides: list[st
     return from_dict(cls, data)
 
 
-def config_hash(cfg: Any, drop: tuple[str, ...] = ("run.seed", "run.out_dir", "run.name")) -> str:
-    """A 12-hex-digit digest of the config without the fields in `drop` (dotted paths)."""
+HASH_DROP = ("run.seed", "run.out_dir", "run.name", "run.init_from", "run.threads")
+
+
+def config_hash(cfg: Any, drop: tuple[str, ...] = HASH_DROP) -> str:
+    """A 12-hex-digit digest of the config without the fields in `drop` (dotted paths).
+
+    `run.init_from` is dropped because a shared warm start's directory names its seed (the warm start
+    itself is determined by the env, model, sft and seed fields, which stay); `run.threads` changes
+    speed, not the experiment.
+    """
     data = to_dict(cfg)
     for path in drop:
         node = data
