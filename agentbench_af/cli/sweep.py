@@ -1,0 +1,68 @@
+"""`agentbench-af sweep SPEC.yaml [--backend local|ray|serial] [--workers N] [--dry-run]`.
+
+Left out: editing a spec from the command line (write a second spec file).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from tabulate import tabulate
+
+from agentbench_af.cli.app import app
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code)
+
+
+def plan_table(plan) -> str:
+    """The expanded runs: name, env, model, method, seed, config hash, what the sweep will do."""
+    action = {"new": "run", "resume": "resume", "retry": "retry", "done": "skip (finished)", "conflict": "CONFLICT"}
+    rows = [[r.name, r.cfg.env.id, r.cfg.model.path or r.cfg.model.name, r.cfg.method, r.cfg.run.seed, r.config_hash,
+             action[r.state] + (f": {r.detail}" if r.detail and r.state != "new" else "")] for r in plan.runs]
+    return tabulate(rows, headers=["run", "env", "model", "method", "seed", "config", "action"])
+
+
+@app.command("sweep")
+def sweep_command(
+    spec: Path = typer.Argument(..., help="Sweep spec YAML (base config, grid, overrides, out_dir)."),
+    backend: str = typer.Option("local", help="local (process pool), ray (RAY_ADDRESS or a local cluster), serial."),
+    workers: int = typer.Option(None, help="Parallel runs (default: cores // threads_per_run)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the expanded runs and what would be skipped."),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress bars."),
+) -> None:
+    """Run a grid of training runs; finished runs are skipped, killed ones resume."""
+    from agentbench_af.config import ConfigError
+    from agentbench_af.sweep import SweepError, load_sweep_spec, plan_sweep, run_sweep
+
+    if backend not in ("local", "ray", "serial"):
+        raise _fail(f"--backend must be local, ray or serial, got {backend!r}")
+    try:
+        plan = plan_sweep(load_sweep_spec(spec))
+    except ConfigError as exc:
+        raise _fail(str(exc)) from exc
+    if dry_run:
+        typer.echo(plan_table(plan))
+        n_done = sum(r.state == "done" for r in plan.runs)
+        typer.echo(f"{len(plan.runs)} runs: {len(plan.todo)} to run, {n_done} finished (skipped), "
+                   f"{len(plan.conflicts)} conflicting; {len(plan.warm_starts)} shared warm starts to prepare; "
+                   f"out_dir {Path(plan.spec.out_dir).resolve()}")
+        if plan.conflicts:
+            raise typer.Exit(1)
+        return
+    try:
+        outcomes = run_sweep(plan.spec, backend=backend, workers=workers, show_progress=not quiet)  # type: ignore[arg-type]
+    except (SweepError, ConfigError, RuntimeError) as exc:
+        raise _fail(str(exc)) from exc
+    rows = [[o.name, o.status, "" if o.final_success is None else f"{o.final_success:.3f}", o.error or ""]
+            for o in outcomes]
+    typer.echo(tabulate(rows, headers=["run", "status", "final success", "error"]))
+    failed = sum(o.status == "failed" for o in outcomes)
+    typer.echo(f"{len(outcomes)} runs: {sum(o.status == 'completed' for o in outcomes)} completed, "
+               f"{sum(o.status == 'skipped' for o in outcomes)} skipped, {failed} failed; "
+               f"records under {Path(plan.spec.out_dir).resolve() / 'runs'}")
+    if failed:
+        raise typer.Exit(1)

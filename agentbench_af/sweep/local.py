@@ -1,0 +1,94 @@
+"""Local backends: a spawn-context process pool sized to the machine, and an in-process serial loop.
+
+Each pool worker pins torch to `threads` threads (FINDINGS: oversubscribed OpenMP on 2 cores is
+catastrophically slow), so the pool has `cores // threads` workers. One pool serves both stages
+(warm starts, then runs), so workers import torch once. A worker that dies (killed, out of memory)
+breaks the pool: its task and the ones still queued come back as failed with the reason, the next
+stage gets a fresh pool, and a re-run of the sweep retries them. Left out: resubmitting within a stage.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Iterator
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+from agentbench_af.sweep.tasks import Task, TaskResult, execute, one_line, set_threads
+
+
+def available_cores() -> int:
+    """CPUs this process may run on (the affinity mask where the OS has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
+
+
+def default_workers(threads_per_run: int) -> int:
+    return max(1, available_cores() // max(1, threads_per_run))
+
+
+def _init_worker(threads: int) -> None:
+    set_threads(threads)
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+
+
+class SerialBackend:
+    """Run tasks one after another in this process (debugging, tests, one-core machines)."""
+
+    def __enter__(self) -> SerialBackend:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def run(self, tasks: list[Task]) -> Iterator[TaskResult]:
+        for task in tasks:
+            yield execute(task)
+
+
+class PoolBackend:
+    """A spawn-context process pool shared by the sweep's stages; `run` yields results as they complete."""
+
+    def __init__(self, workers: int, threads: int) -> None:
+        self.workers, self.threads = max(1, workers), threads
+        self._pool: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> PoolBackend:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def _executor(self) -> ProcessPoolExecutor:
+        if self._pool is None:  # started lazily: a sweep with nothing to do spawns nothing
+            ctx = multiprocessing.get_context("spawn")
+            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx, initializer=_init_worker,
+                                             initargs=(self.threads,))
+        return self._pool
+
+    def run(self, tasks: list[Task]) -> Iterator[TaskResult]:
+        if not tasks:
+            return
+        pending = {self._executor().submit(execute, task): task for task in tasks}
+        try:
+            while pending:
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    task = pending.pop(future)
+                    try:
+                        yield future.result()
+                    except Exception as exc:  # noqa: BLE001 - the worker process died, not the run
+                        yield TaskResult(task.kind, task.name, "failed",
+                                         error=f"worker process died ({one_line(exc)})")
+        finally:
+            for future in pending:
+                future.cancel()
+        if isinstance(self._pool, ProcessPoolExecutor) and getattr(self._pool, "_broken", False):
+            self.__exit__()  # a broken pool takes no more work; the next stage starts a fresh one

@@ -1,0 +1,69 @@
+"""Ray backend: one remote task per run, reserving `threads` CPUs (and `gpus` GPUs) each.
+
+Joins the cluster at `RAY_ADDRESS` when it is set (run directories must then be on a filesystem every
+node sees), else starts a local cluster with `ray.init(num_cpus=...)` and shuts it down afterwards.
+Tasks are not retried by Ray (`max_retries=0`): a crashed worker comes back as a failed run, and a
+re-run of the sweep retries it. Left out: runtime environments (nodes need the package installed).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+from agentbench_af.sweep.tasks import Task, TaskResult, execute, one_line
+
+
+def _ray():
+    try:
+        import ray
+    except ImportError as exc:
+        raise RuntimeError("the ray backend needs the ray extra: pip install 'agentbench-af[ray]'") from exc
+    return ray
+
+
+class RayBackend:
+    """Connects on entry (RAY_ADDRESS, else a local cluster of `num_cpus`); shuts down what it started."""
+
+    def __init__(self, num_cpus: int | None = None, gpus: float = 0.0) -> None:
+        self.num_cpus, self.gpus = num_cpus, gpus
+        self._started = False
+
+    def __enter__(self) -> RayBackend:
+        ray = _ray()
+        if not ray.is_initialized():
+            address = os.environ.get("RAY_ADDRESS")
+            if address:
+                ray.init(address=address, log_to_driver=False)
+            else:
+                ray.init(num_cpus=self.num_cpus, include_dashboard=False, log_to_driver=False)
+            self._started = True
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._started:
+            _ray().shutdown()
+            self._started = False
+
+    def run(self, tasks: list[Task]) -> Iterator[TaskResult]:
+        """Submit every task and yield results as they complete."""
+        if not tasks:
+            return
+        ray = _ray()
+        remote_execute = ray.remote(execute)
+        pending = {}
+        for task in tasks:
+            options = {"num_cpus": task.threads, "num_gpus": self.gpus, "max_retries": 0, "name": f"{task.kind}:{task.name}"}
+            pending[remote_execute.options(**options).remote(task)] = task
+        try:
+            while pending:
+                done, _ = ray.wait(list(pending), num_returns=1)
+                for ref in done:
+                    task = pending.pop(ref)
+                    try:
+                        yield ray.get(ref)
+                    except Exception as exc:  # noqa: BLE001 - the worker died, not the run
+                        yield TaskResult(task.kind, task.name, "failed", error=f"ray task died ({one_line(exc)})")
+        finally:
+            for ref in pending:
+                ray.cancel(ref, force=True)

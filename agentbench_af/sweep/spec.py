@@ -1,0 +1,139 @@
+"""Sweep specs: a base `TrainConfig` and a grid (envs x models x methods x seeds) expanded to runs.
+
+A spec is YAML read into frozen dataclasses (unknown keys are one-line errors):
+
+    base: baselines/frozenlake.yaml     # a TrainConfig mapping, or a YAML path (relative to the spec)
+    grid: {envs: [FrozenLake-4x4-v0], models: [tiny-0.2m], methods: [grpo, grpo+actfocus], seeds: [0, 1]}
+    overrides: [rl.steps=20]            # key=value applied to every run
+    per_env: {FrozenLake-8x8-v0: [rl.steps=40]}
+    out_dir: sweeps/frozenlake          # runs go to out_dir/runs/<env>-<method>-<model>-s<seed>
+    warm_start: shared                  # per-run (default) | shared: one SFT per (env, model, seed)
+
+Override order: base, grid values, `overrides`, `per_env`; then the sweep sets run.name, run.out_dir,
+run.threads (= threads_per_run) and, for shared warm starts, run.init_from. An empty grid axis keeps
+the base's value. A `models` entry that is not a tiny-family name is taken as a Hugging Face path
+(`model.path`). Left out: random search and conditional axes (write two specs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from agentbench_af.config import ConfigError, apply_overrides, from_dict, to_dict
+from agentbench_af.train.config import TrainConfig
+
+
+@dataclass(frozen=True)
+class GridSpec:
+    envs: tuple[str, ...] = ()
+    models: tuple[str, ...] = ()
+    methods: tuple[str, ...] = ()
+    seeds: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        for axis in ("envs", "models", "methods", "seeds"):
+            values = getattr(self, axis)
+            dup = sorted({str(v) for v in values if values.count(v) > 1})
+            if dup:
+                raise ConfigError(f"grid.{axis}: repeated value(s) {dup}")
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    base: dict[str, Any] | str = field(default_factory=dict)
+    grid: GridSpec = field(default_factory=GridSpec)
+    overrides: tuple[str, ...] = ()
+    per_env: dict[str, Any] = field(default_factory=dict)  # env id -> list of key=value
+    out_dir: str = "sweeps/default"
+    warm_start: Literal["per-run", "shared"] = "per-run"
+    threads_per_run: int = 1  # torch threads per run; workers = cores // threads_per_run
+    gpus_per_run: float = 0.0  # Ray only: GPUs reserved per run
+
+    def __post_init__(self) -> None:
+        if self.threads_per_run < 1:
+            raise ConfigError(f"threads_per_run: must be >= 1, got {self.threads_per_run}")
+        if self.gpus_per_run < 0:
+            raise ConfigError(f"gpus_per_run: must be >= 0, got {self.gpus_per_run}")
+        for env_id, items in self.per_env.items():
+            if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+                raise ConfigError(f"per_env.{env_id}: expected a list of key=value strings, got {items!r}")
+        unused = sorted(set(self.per_env) - set(self.grid.envs)) if self.grid.envs else []
+        if unused:
+            raise ConfigError(f"per_env: {unused} not in grid.envs {list(self.grid.envs)}")
+
+
+def load_sweep_spec(path: str | Path) -> SweepSpec:
+    """Read a spec YAML; a relative `base` path is resolved against the spec's folder."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"sweep spec not found: {path}")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping")
+    base = data.get("base")
+    if isinstance(base, str) and not Path(base).is_absolute() and (path.parent / base).is_file():
+        data = {**data, "base": str((path.parent / base).resolve())}
+    return from_dict(SweepSpec, data)
+
+
+def base_dict(spec: SweepSpec) -> dict[str, Any]:
+    """The base config as a plain dict (read from YAML when `base` is a path)."""
+    if isinstance(spec.base, dict):
+        return dict(spec.base)
+    p = Path(spec.base)
+    if not p.is_file():
+        raise ConfigError(f"base config not found: {p}")
+    loaded = yaml.safe_load(p.read_text()) or {}
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"{p}: the top level must be a mapping")
+    return loaded
+
+
+def _model_override(name: str) -> list[str]:
+    from agentbench_af.models.tiny import TINY_SPECS
+
+    return [f"model.name={name}"] if name in TINY_SPECS else [f"model.path={name}"]
+
+
+def warm_start_key(cfg: TrainConfig) -> str:
+    """Directory name of the shared warm start a run branches from: `<env>-<model>-s<seed>`."""
+    model = cfg.model.path.rstrip("/").split("/")[-1] if cfg.model.path else cfg.model.name
+    return f"{cfg.env.id}-{model}-s{cfg.run.seed}"
+
+
+def expand(spec: SweepSpec) -> list[TrainConfig]:
+    """Every run of the grid, in order env, model, method, seed; paths are absolute."""
+    base = base_dict(spec)
+    runs_dir = Path(spec.out_dir).resolve() / "runs"
+    ws_dir = Path(spec.out_dir).resolve() / "warm_starts"
+    if spec.warm_start == "shared" and (base.get("run") or {}).get("init_from"):
+        raise ConfigError("warm_start: shared conflicts with run.init_from in the base config")
+    probe = from_dict(TrainConfig, base)
+    envs = spec.grid.envs or (probe.env.id,)
+    models = spec.grid.models or (None,)
+    methods = spec.grid.methods or (probe.method,)
+    seeds = spec.grid.seeds or (probe.run.seed,)
+    out: list[TrainConfig] = []
+    for env_id in envs:
+        for model in models:
+            for method in methods:
+                for seed in seeds:
+                    grid = [f"env.id={env_id}", f"method={method}", f"run.seed={seed}"]
+                    grid += _model_override(model) if model else []
+                    data = apply_overrides(base, grid + list(spec.overrides) + list(spec.per_env.get(env_id, [])))
+                    cfg = from_dict(TrainConfig, data)
+                    run = {"out_dir": str(runs_dir), "name": cfg.run_name, "threads": spec.threads_per_run}
+                    if spec.warm_start == "shared":
+                        run["init_from"] = str(ws_dir / warm_start_key(cfg))
+                    out.append(from_dict(TrainConfig, {**to_dict(cfg), "run": {**to_dict(cfg)["run"], **run}}))
+    names = [c.run_name for c in out]
+    if len(set(names)) != len(names):
+        raise ConfigError("two runs of the sweep share a run name; check the grid values")
+    return out

@@ -1,0 +1,127 @@
+"""Scheduling logic on the in-process serial backend, with `loop.train` patched (see conftest)."""
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import fake_record
+
+from agentbench_af.config import from_dict
+from agentbench_af.results.record import RunRecord
+from agentbench_af.sweep import SweepError, SweepSpec, expand, plan_sweep, run_sweep
+from agentbench_af.train import loop
+
+
+def _spec(tmp_path, base, **kw) -> SweepSpec:
+    grid = kw.pop("grid", {"methods": ["grpo", "rloo"], "seeds": [0, 1]})
+    return from_dict(SweepSpec, {"base": base, "out_dir": str(tmp_path / "sw"), "grid": grid, **kw})
+
+
+def test_runs_everything_then_skips_by_config_hash(tmp_path, tiny_base, fake_train):
+    spec = _spec(tmp_path, tiny_base)
+    out = run_sweep(spec, backend="serial", show_progress=False)
+    assert [o.status for o in out] == ["completed"] * 4
+    assert [o.final_success for o in out] == [0.25, 0.5, 0.25, 0.5]
+    assert len(fake_train) == 4
+    again = run_sweep(spec, backend="serial", show_progress=False)
+    assert [o.status for o in again] == ["skipped"] * 4 and len(fake_train) == 4
+    assert [o.final_success for o in again] == [0.25, 0.5, 0.25, 0.5]
+    assert (tmp_path / "sw" / "sweep.yaml").exists()
+
+
+def test_a_changed_config_is_refused_not_mixed(tmp_path, tiny_base, fake_train):
+    run_sweep(_spec(tmp_path, tiny_base), backend="serial", show_progress=False)
+    changed = _spec(tmp_path, tiny_base, overrides=["rl.steps=2"])
+    assert [r.state for r in plan_sweep(changed).runs] == ["conflict"] * 4
+    with pytest.raises(SweepError, match="hold another config"):
+        run_sweep(changed, backend="serial", show_progress=False)
+    assert len(fake_train) == 4
+
+
+def test_a_failing_run_is_recorded_and_the_others_go_on(tmp_path, tiny_base, monkeypatch):
+    def train(cfg, resume=False, show_progress=True):
+        if cfg.method == "rloo" and cfg.run.seed == 0:
+            raise ValueError("reward went NaN\nsecond line")
+        return fake_record(cfg)
+
+    monkeypatch.setattr(loop, "train", train)
+    out = run_sweep(_spec(tmp_path, tiny_base), backend="serial", show_progress=False)
+    assert [o.status for o in out] == ["completed", "completed", "failed", "completed"]
+    assert out[2].error == "ValueError: reward went NaN"
+    failed_dir = Path(out[2].run_dir)
+    record = RunRecord.load(failed_dir)
+    assert (record.status, record.final_success, record.error) == ("failed", None, "ValueError: reward went NaN")
+    assert record.method == "rloo" and record.seed == 0
+    assert "Traceback" in (failed_dir / "error.txt").read_text()
+    # a re-run retries only the failed run; a success replaces the failure files
+    assert [r.state for r in plan_sweep(_spec(tmp_path, tiny_base)).runs] == ["done", "done", "retry", "done"]
+    calls = []
+    monkeypatch.setattr(loop, "train", lambda cfg, resume=False, show_progress=True: calls.append(resume) or fake_record(cfg))
+    out = run_sweep(_spec(tmp_path, tiny_base), backend="serial", show_progress=False)
+    assert [o.status for o in out] == ["skipped", "skipped", "completed", "skipped"] and calls == [True]
+    assert RunRecord.load(failed_dir).status == "completed" and not (failed_dir / "error.txt").exists()
+
+
+def test_shared_warm_start_prepared_once_per_env_model_seed(tmp_path, tiny_base, monkeypatch):
+    prepared, trained = [], []
+
+    def prepare(cfg, out_dir, device, show_progress=True):
+        prepared.append(out_dir.name)
+        out_dir.mkdir(parents=True)
+        (out_dir / "policy.json").write_text("{}")
+        return out_dir
+
+    def train(cfg, resume=False, show_progress=True):
+        assert (Path(cfg.run.init_from) / "policy.json").exists()  # ready before the run starts
+        trained.append((cfg.method, Path(cfg.run.init_from).name))
+        return fake_record(cfg)
+
+    monkeypatch.setattr(loop, "prepare_warm_start", prepare)
+    monkeypatch.setattr(loop, "train", train)
+    spec = _spec(tmp_path, tiny_base, warm_start="shared",
+                 grid={"methods": ["grpo", "grpo+actfocus", "ppo"], "seeds": [0, 1], "models": ["tiny-0.2m"]})
+    assert len(plan_sweep(spec).warm_starts) == 2
+    out = run_sweep(spec, backend="serial", show_progress=False)
+    assert [o.status for o in out] == ["completed"] * 6
+    assert prepared == ["FrozenLake-4x4-v0-tiny-0.2m-s0", "FrozenLake-4x4-v0-tiny-0.2m-s1"]
+    assert sorted(trained) == sorted((m, f"FrozenLake-4x4-v0-tiny-0.2m-s{s}")
+                                     for m in ("grpo", "grpo+actfocus", "ppo") for s in (0, 1))
+    # seed replicates share a hash (the table averages them) though their warm starts differ
+    hashes = [json.loads((Path(o.run_dir) / "record.json").read_text())["config_hash"] for o in out]
+    assert hashes[0] == hashes[1] and hashes[0] != hashes[2]
+    assert plan_sweep(spec).warm_starts == []
+
+
+def test_a_failed_warm_start_fails_only_its_runs(tmp_path, tiny_base, monkeypatch, fake_train):
+    def prepare(cfg, out_dir, device, show_progress=True):
+        if cfg.run.seed == 1:
+            raise RuntimeError("tokenizer training failed")
+        out_dir.mkdir(parents=True)
+        (out_dir / "policy.json").write_text("{}")
+        return out_dir
+
+    monkeypatch.setattr(loop, "prepare_warm_start", prepare)
+    out = run_sweep(_spec(tmp_path, tiny_base, warm_start="shared"), backend="serial", show_progress=False)
+    assert [o.status for o in out] == ["completed", "failed", "completed", "failed"]
+    assert out[1].error == ("warm start FrozenLake-4x4-v0-tiny-0.2m-s1 failed: "
+                            "RuntimeError: tokenizer training failed")
+    assert RunRecord.load(out[3].run_dir).status == "failed"
+    assert [c.run.seed for c in fake_train] == [0, 0]
+    assert (tmp_path / "sw" / "warm_starts" / "FrozenLake-4x4-v0-tiny-0.2m-s1.error.txt").exists()
+
+
+def test_plan_states_new_resume_retry(tmp_path, tiny_base):
+    spec = _spec(tmp_path, tiny_base, grid={"seeds": [0, 1, 2]})
+    c0, c1, _ = expand(spec)
+    fake_record(c0)
+    d1 = Path(c1.run.out_dir) / c1.run_name
+    (d1 / "checkpoints").mkdir(parents=True)
+    (d1 / "checkpoints" / "ckpt-000001.pt").write_bytes(b"")
+    assert [r.state for r in plan_sweep(spec).runs] == ["done", "resume", "new"]
+
+
+def test_workers_must_be_positive(tmp_path, tiny_base, fake_train):
+    with pytest.raises(SweepError, match="workers"):
+        run_sweep(_spec(tmp_path, tiny_base), backend="local", workers=0, show_progress=False)
+    with pytest.raises(SweepError, match="unknown backend"):
+        run_sweep(_spec(tmp_path, tiny_base), backend="slurm", show_progress=False)  # type: ignore[arg-type]

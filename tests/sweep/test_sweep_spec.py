@@ -1,0 +1,93 @@
+"""Sweep spec loading and grid expansion."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from agentbench_af.config import ConfigError, config_hash, from_dict
+from agentbench_af.sweep import SweepSpec, expand, load_sweep_spec
+
+
+def _spec(tmp_path, base, **kw) -> SweepSpec:
+    return from_dict(SweepSpec, {"base": base, "out_dir": str(tmp_path / "sw"), **kw})
+
+
+def test_grid_expands_in_order_with_deterministic_names(tmp_path, tiny_base):
+    spec = _spec(tmp_path, tiny_base, grid={"envs": ["FrozenLake-4x4-v0", "FrozenLake-6x6-v0"],
+                                            "methods": ["grpo", "ppo+actfocus"], "seeds": [0, 1]})
+    cfgs = expand(spec)
+    assert [(c.env.id, c.method, c.run.seed) for c in cfgs][:4] == [
+        ("FrozenLake-4x4-v0", "grpo", 0), ("FrozenLake-4x4-v0", "grpo", 1),
+        ("FrozenLake-4x4-v0", "ppo+actfocus", 0), ("FrozenLake-4x4-v0", "ppo+actfocus", 1)]
+    assert len(cfgs) == 8
+    assert cfgs[0].run.name == "FrozenLake-4x4-v0-grpo-tiny-0.2m-s0"
+    assert all(c.run.out_dir == str((tmp_path / "sw" / "runs").resolve()) for c in cfgs)
+    assert all(c.run.threads == 1 and c.run.init_from is None for c in cfgs)
+    assert cfgs[2].credit.weighting == "actfocus" and cfgs[2].credit.estimator == "gae"
+    assert expand(spec) == cfgs  # deterministic
+
+
+def test_overrides_then_per_env_and_empty_axes_keep_base(tmp_path, tiny_base):
+    spec = _spec(tmp_path, tiny_base, grid={"envs": ["FrozenLake-4x4-v0", "FrozenLake-6x6-v0"]},
+                 overrides=["rl.steps=3", "rl.lr=0.0002"], per_env={"FrozenLake-6x6-v0": ["rl.steps=7"]},
+                 threads_per_run=2)
+    a, b = expand(spec)
+    assert (a.rl.steps, b.rl.steps) == (3, 7)
+    assert a.rl.lr == b.rl.lr == 2e-4
+    assert a.method == "grpo" and a.run.seed == 0 and a.model.name == "tiny-0.2m"
+    assert a.run.threads == 2
+
+
+def test_model_axis_tiny_name_or_path(tmp_path, tiny_base):
+    spec = _spec(tmp_path, tiny_base, grid={"models": ["tiny-0.7m", "/models/Qwen2.5-0.5B"]})
+    tiny, hf = expand(spec)
+    assert tiny.model.name == "tiny-0.7m" and tiny.model.path is None
+    assert hf.model.path == "/models/Qwen2.5-0.5B" and hf.run_name == "FrozenLake-4x4-v0-grpo-Qwen2.5-0.5B-s0"
+
+
+def test_shared_warm_start_paths_and_hash_ignores_them(tmp_path, tiny_base):
+    spec = _spec(tmp_path, tiny_base, grid={"methods": ["grpo", "rloo"], "seeds": [0, 1]}, warm_start="shared")
+    cfgs = expand(spec)
+    ws = (tmp_path / "sw" / "warm_starts").resolve()
+    assert [c.run.init_from for c in cfgs] == [str(ws / "FrozenLake-4x4-v0-tiny-0.2m-s0"),
+                                               str(ws / "FrozenLake-4x4-v0-tiny-0.2m-s1")] * 2
+    # seed replicates must share the config hash although their warm-start paths differ
+    assert config_hash(cfgs[0]) == config_hash(cfgs[1]) != config_hash(cfgs[2])
+
+
+def test_base_path_relative_to_spec_file(tmp_path, tiny_base):
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "base.yaml").write_text(yaml.safe_dump(tiny_base))
+    (tmp_path / "conf" / "spec.yaml").write_text(yaml.safe_dump(
+        {"base": "base.yaml", "grid": {"seeds": [3]}, "out_dir": str(tmp_path / "o")}))
+    (cfg,) = expand(load_sweep_spec(tmp_path / "conf" / "spec.yaml"))
+    assert cfg.sft.steps == 2 and cfg.run.seed == 3
+    assert Path(load_sweep_spec(tmp_path / "conf" / "spec.yaml").base).is_absolute()
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({"grid": {"seedz": [1]}}, "did you mean 'seeds'"),
+        ({"grid": {"seeds": [1, 1]}}, "repeated value"),
+        ({"grid": {"envs": ["FrozenLake-4x4-v0"]}, "per_env": {"Sokoban-x": ["rl.steps=1"]}}, "not in grid.envs"),
+        ({"per_env": {"FrozenLake-4x4-v0": "rl.steps=1"}}, "list of key=value"),
+        ({"warm_start": "sometimes"}, "not one of"),
+        ({"threads_per_run": 0}, "threads_per_run"),
+    ],
+)
+def test_bad_specs_are_one_line_errors(tmp_path, data, message):
+    with pytest.raises(ConfigError, match=message):
+        from_dict(SweepSpec, data)
+
+
+def test_bad_values_in_grid_fail_before_any_run(tmp_path, tiny_base):
+    with pytest.raises(ConfigError, match="method"):
+        expand(_spec(tmp_path, tiny_base, grid={"methods": ["grpo+nothing"]}))
+    with pytest.raises(ConfigError, match="base config not found"):
+        expand(_spec(tmp_path, str(tmp_path / "missing.yaml")))
+    with pytest.raises(ConfigError, match="conflicts with run.init_from"):
+        expand(_spec(tmp_path, {**tiny_base, "run": {"init_from": "x"}}, warm_start="shared"))
+    with pytest.raises(ConfigError, match="sweep spec not found"):
+        load_sweep_spec(tmp_path / "nope.yaml")
