@@ -52,23 +52,26 @@ def build_table(df: pd.DataFrame) -> SuccessTable:
     if df.empty:
         raise ValueError("no run records found")
     ok = df[(df["status"] == "completed") & df["final_success"].notna()]
-    notes = [f"failed run excluded: {r.env} {r.model} {r.method} seed {r.seed}: {r.error}" for r in
-             df[df["status"] != "completed"].itertuples()]
+    notes = [f"failed run excluded: {r.env} {r.model} {r.method} seed {r.seed}: {r.error or 'no error recorded'}"
+             for r in df[df["status"] != "completed"].itertuples()]
+    notes += [f"run without a final success excluded: {r.env} {r.model} {r.method} seed {r.seed}"
+              for r in df[(df["status"] == "completed") & df["final_success"].isna()].itertuples()]
     if ok.empty:
         raise ValueError("no completed run records to tabulate")
     rows = []
     for (env, model, method), cell in ok.groupby(["env", "model", "method"], sort=True):
         hashes = sorted(cell["config_hash"].unique())
+        if len(hashes) > 1:
+            notes.append(f"{env} {model} {method}: records with {len(hashes)} different configs are kept apart")
         for h in hashes:
             part = cell[cell["config_hash"] == h]
-            dup = part["seed"].duplicated()
+            dup = part["seed"].duplicated(keep=False)
             if dup.any():
-                raise ValueError(f"{env} {model} {method}: seed(s) {sorted(part['seed'][dup].unique())} appear twice "
-                                 f"with config {h}; remove the duplicate records")
+                seeds = sorted({int(s) for s in part["seed"][dup]})
+                raise ValueError(f"{env} {model} {method}: seed(s) {seeds} appear twice with config {h}; remove the "
+                                 f"duplicate records: {', '.join(sorted(part['path'][dup]))}")
             mean, se, n = cell_stats(part["final_success"])
             label = f"{model} {method}" + (f" [config {h}]" if len(hashes) > 1 else "")
-            if len(hashes) > 1:
-                notes.append(f"{env} {model} {method}: records with {len(hashes)} different configs are kept apart")
             rows.append({"env": env, "model": model, "model_params": int(part["model_params"].max()),
                          "method": method, "row": label, "config_hash": h, "mean": mean, "se": se, "n": n,
                          "seeds": ",".join(str(s) for s in sorted(part["seed"]))})
@@ -76,22 +79,30 @@ def build_table(df: pd.DataFrame) -> SuccessTable:
     stats["best"] = stats["mean"] == stats.groupby("env")["mean"].transform("max")
     stats = stats.sort_values(["model_params", "model", "method"], key=lambda s: s.map(method_sort_key) if s.name == "method" else s)
     envs = sorted(stats["env"].unique())
-    order = list(dict.fromkeys(stats["row"]))
+    gains = _gain_rows(stats)
+    order: list[str] = []
+    for model in dict.fromkeys(stats["model"]):  # each model's rows, then its gain rows
+        order += list(dict.fromkeys(stats.loc[stats["model"] == model, "row"]))
+        order += sorted({label for label, m, _, _ in gains if m == model}, key=lambda x: method_sort_key(x.split()[-3]))
     grid = pd.DataFrame("", index=order, columns=envs)
     for r in stats.itertuples():
         text = _fmt(r.mean, r.se, r.n)
         grid.loc[r.row, r.env] = f"**{text}**" if r.best else text
-    gain_rows = _gain_rows(stats)
-    for label, env, text in gain_rows:
-        if label not in grid.index:
-            grid.loc[label] = ""
+    for label, _, env, text in gains:
         grid.loc[label, env] = text
     grid.index.name = "model / method"
     return SuccessTable(stats=stats.reset_index(drop=True), grid=grid, protocol=_protocol_lines(ok), notes=notes)
 
 
-def _gain_rows(stats: pd.DataFrame) -> list[tuple[str, str, str]]:
-    """(row label, env, text) for each `base+weighting` method vs `base`, same model and env."""
+def _signed(x: float) -> str:
+    x = round(x, 10) + 0.0  # no "-0.0" from rounding noise
+    return f"{x:+.1f}"
+
+
+def _gain_rows(stats: pd.DataFrame) -> list[tuple[str, str, str, str]]:
+    """(row label, model, env, text) for each `base+weighting` method vs `base`, same model and env.
+
+    Only unsplit cells (one config) are compared; SE of the difference is sqrt(SE_a^2 + SE_b^2)."""
     out = []
     single = stats.groupby(["env", "model", "method"]).filter(lambda g: len(g) == 1)
     index = {(r.env, r.model, r.method): r for r in single.itertuples()}
@@ -103,7 +114,7 @@ def _gain_rows(stats: pd.DataFrame) -> list[tuple[str, str, str]]:
         diff = r.mean - b.mean
         se = math.sqrt(r.se**2 + b.se**2) if r.n > 1 and b.n > 1 else math.nan
         se_txt = f" ± {se * 100:.1f}" if not math.isnan(se) else ""
-        out.append((f"{model} gain {method} vs {base}", env, f"{diff * 100:+.1f}{se_txt}"))
+        out.append((f"{model} gain {method} vs {base}", model, env, f"{_signed(diff * 100)}{se_txt} ({r.n} vs {b.n})"))
     return out
 
 
@@ -123,7 +134,8 @@ def _protocol_lines(ok: pd.DataFrame) -> list[str]:
 def to_markdown(table: SuccessTable, title: str = "Final-step success (%)") -> str:
     parts = [f"# {title}", "", "Protocol (final-step success = success rate on the fixed evaluation seeds after the last update):"]
     parts += [f"- {line}" for line in table.protocol]
-    parts += ["", "Cells: mean ± standard error over seeds (number of seeds); best per column in bold.", ""]
+    parts += ["", "Cells: mean ± standard error over seeds (number of seeds); best per column in bold. "
+              "Gain rows: difference in points ± combined SE (seeds of each).", ""]
     parts.append(table.grid.to_markdown())
     if table.notes:
         parts += ["", "Notes:"] + [f"- {n}" for n in table.notes]
@@ -142,11 +154,21 @@ def to_csv(table: SuccessTable) -> str:
     return table.grid.replace(r"\*\*(.*)\*\*", r"\1*", regex=True).to_csv()
 
 
-def write_table(table: SuccessTable, out_dir: str | Path) -> list[Path]:
+FORMATS = ("md", "csv", "tex")
+
+
+def write_table(table: SuccessTable, out_dir: str | Path, formats: tuple[str, ...] = FORMATS) -> list[Path]:
+    """Write table.md / table.csv (+ stats.csv, the long form) / table.tex; no timestamps (reproducible)."""
+    unknown = sorted(set(formats) - set(FORMATS))
+    if unknown:
+        raise ValueError(f"unknown table format(s) {unknown}; choose from {list(FORMATS)}")
     out_dir = Path(out_dir)
-    return [
-        atomic_write_text(out_dir / "table.md", to_markdown(table)),
-        atomic_write_text(out_dir / "table.csv", to_csv(table)),
-        atomic_write_text(out_dir / "table.tex", to_latex(table)),
-        atomic_write_text(out_dir / "stats.csv", table.stats.to_csv(index=False)),
-    ]
+    written = []
+    if "md" in formats:
+        written.append(atomic_write_text(out_dir / "table.md", to_markdown(table)))
+    if "csv" in formats:
+        written.append(atomic_write_text(out_dir / "table.csv", to_csv(table)))
+        written.append(atomic_write_text(out_dir / "stats.csv", table.stats.to_csv(index=False)))
+    if "tex" in formats:
+        written.append(atomic_write_text(out_dir / "table.tex", to_latex(table)))
+    return written

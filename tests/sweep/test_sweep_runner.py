@@ -4,7 +4,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import fake_record
+from sweep_helpers import fake_record
 
 from agentbench_af.config import from_dict
 from agentbench_af.results.record import RunRecord

@@ -1,0 +1,68 @@
+"""`agentbench-af table DIR...` and `agentbench-af plot DIR...`: tables and plots from run records only.
+
+Outputs carry no timestamps or paths, so regenerating them from committed records is byte-identical.
+Left out: filtering records by env or method (point the commands at the folders you want).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from agentbench_af.cli.app import app
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code)
+
+
+def _load(dirs: list[Path]):
+    """Records frame and the success table, or a one-line error."""
+    from agentbench_af.results.collect_records import find_records, records_frame
+    from agentbench_af.results.table import build_table
+
+    try:
+        paths = find_records(dirs)
+    except FileNotFoundError as exc:
+        raise _fail(str(exc)) from exc
+    if not paths:
+        raise _fail(f"no record.json found under {', '.join(str(d) for d in dirs)}")
+    try:
+        table = build_table(records_frame(paths))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from exc
+    return paths, table
+
+
+@app.command("table")
+def table_command(
+    dirs: list[Path] = typer.Argument(..., help="Folders (searched recursively) or record.json files."),
+    out: Path = typer.Option(None, "--out", help="Output folder (default: the first DIR)."),
+    fmt: str = typer.Option("all", "--format", help="md, csv, tex or all."),
+) -> None:
+    """Final-step success table (mean ± SE over seeds) from run records: table.md / .csv / .tex."""
+    from agentbench_af.results.table import FORMATS, to_markdown, write_table
+
+    if fmt not in (*FORMATS, "all"):
+        raise _fail(f"--format must be one of {', '.join(FORMATS)}, all; got {fmt!r}")
+    _, table = _load(dirs)
+    out_dir = out or (dirs[0] if dirs[0].is_dir() else dirs[0].parent)
+    written = write_table(table, out_dir, FORMATS if fmt == "all" else (fmt,))
+    typer.echo(to_markdown(table), nl=False)
+    typer.echo(f"\nwrote {', '.join(str(p) for p in written)}")
+
+
+@app.command("plot")
+def plot_command(
+    dirs: list[Path] = typer.Argument(..., help="Folders (searched recursively) or record.json files."),
+    out: Path = typer.Option(None, "--out", help="Output folder (default: the first DIR)."),
+) -> None:
+    """Success curves per environment (curve-<env>.png/svg) and final-step bars (final-success.png/svg)."""
+    from agentbench_af.results.plots import curves_frame, plot_curves, plot_final_bars
+
+    paths, table = _load(dirs)
+    out_dir = out or (dirs[0] if dirs[0].is_dir() else dirs[0].parent)
+    written = plot_curves(curves_frame(paths), out_dir) + plot_final_bars(table, out_dir)
+    typer.echo(f"wrote {len(written)} files: {', '.join(p.name for p in written)} in {out_dir}")

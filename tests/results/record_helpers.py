@@ -1,0 +1,21 @@
+"""Hand-made run records for the table and plot tests."""
+
+from pathlib import Path
+
+from agentbench_af.results.record import RunRecord
+
+PROTOCOL = {"eval_episodes": 8, "eval_temperature": 0.0, "eval_seeds": [10000, 10008], "rl_steps": 10,
+            "prompts_per_step": 4, "group_size": 4, "catalogue": None}
+
+
+def write_record(root: Path, env: str, method: str, seed: int, success: float | None, config_hash: str = "c0ffee000001",
+                 model: str = "tiny-0.2m", params: int = 200_000, status: str = "completed",
+                 error: str | None = None) -> Path:
+    """A hand-made record.json (what `train` writes) in its own run directory."""
+    curve = [{"step": 0, "success": 0.125}, {"step": 5, "success": 0.25}]
+    if success is not None:
+        curve.append({"step": 10, "success": success})
+    record = RunRecord(env_id=env, method=method, model=model, model_params=params, seed=seed, config_hash=config_hash,
+                       config={}, protocol=PROTOCOL, final_success=success, warm_start_success=0.125, curve=curve,
+                       status=status, error=error)
+    return record.save(root / f"{env}-{method}-{model}-{config_hash}-s{seed}")

@@ -1,0 +1,116 @@
+"""The success table on hand-made records; every expected number is worked out by hand in the comments."""
+
+import math
+
+import pytest
+from record_helpers import write_record
+
+from agentbench_af.results.collect_records import records_frame
+from agentbench_af.results.table import build_table, to_csv, to_latex, to_markdown, write_table
+
+ENV4, ENV6 = "FrozenLake-4x4-v0", "FrozenLake-6x6-v0"
+
+
+def _stat(table, env, row):
+    (r,) = table.stats[(table.stats["env"] == env) & (table.stats["row"] == row)].itertuples()
+    return r
+
+
+def test_means_and_standard_errors_by_hand(records_dir):
+    t = build_table(records_frame([records_dir]))
+    # ppo 0.25, 0.25, 0.5: mean 1/3; deviations -1/12, -1/12, 1/6 -> var (6/144)/2 = 1/48 -> SE sqrt(1/48)/sqrt(3) = 1/12
+    ppo = _stat(t, ENV4, "tiny-0.2m ppo")
+    assert (ppo.mean, ppo.se, ppo.n, ppo.seeds) == (pytest.approx(1 / 3), pytest.approx(1 / 12), 3, "0,1,2")
+    # grpo 0.5, 0.75: mean 0.625, sd 0.125*sqrt(2) -> SE 0.125
+    grpo = _stat(t, ENV4, "tiny-0.2m grpo")
+    assert (grpo.mean, grpo.se, grpo.n) == (pytest.approx(0.625), pytest.approx(0.125), 2)
+    # one seed: no SE
+    single = _stat(t, ENV6, "tiny-0.2m grpo")
+    assert single.n == 1 and math.isnan(single.se) and single.mean == 0.25
+    g = t.grid
+    assert g.loc["tiny-0.2m ppo", ENV4] == "33.3 ± 8.3 (3)"
+    assert g.loc["tiny-0.2m grpo", ENV4] == "62.5 ± 12.5 (2)"
+    assert g.loc["tiny-0.2m grpo", ENV6] == "25.0 (1)"
+    assert g.loc["tiny-0.2m ppo", ENV6] == ""
+
+
+def test_best_per_column_marked_ties_included(records_dir):
+    g = build_table(records_frame([records_dir])).grid
+    # 4x4: grpo+actfocus (0.75, 1.0) and tiny-0.7m grpo (0.875, 0.875) tie at 87.5
+    assert g.loc["tiny-0.2m grpo+actfocus", ENV4] == "**87.5 ± 12.5 (2)**"
+    assert g.loc["tiny-0.7m grpo", ENV4] == "**87.5 ± 0.0 (2)**"
+    assert g.loc["tiny-0.2m grpo+actfocus", ENV6] == "**50.0 (1)**"
+    assert sum("**" in v for v in g[ENV4]) == 2
+
+
+def test_gain_rows_and_row_order(records_dir):
+    g = build_table(records_frame([records_dir])).grid
+    assert list(g.index) == ["tiny-0.2m ppo", "tiny-0.2m grpo", "tiny-0.2m grpo+actfocus",
+                             "tiny-0.2m gain grpo+actfocus vs grpo", "tiny-0.7m grpo"]
+    # 87.5 - 62.5 = +25.0; SE sqrt(12.5^2 + 12.5^2) = 17.68
+    assert g.loc["tiny-0.2m gain grpo+actfocus vs grpo", ENV4] == "+25.0 ± 17.7 (2 vs 2)"
+    assert g.loc["tiny-0.2m gain grpo+actfocus vs grpo", ENV6] == "+25.0 (1 vs 1)"
+
+
+def test_failed_runs_excluded_and_noted(records_dir):
+    t = build_table(records_frame([records_dir]))
+    assert "rloo" not in " ".join(t.grid.index)
+    assert t.notes == ["failed run excluded: FrozenLake-4x4-v0 tiny-0.2m rloo seed 0: ValueError: reward went NaN"]
+    assert t.protocol[0] == ("FrozenLake-4x4-v0: eval episodes 8, eval temperature 0.0, rl steps 10, "
+                             "prompts per step 4, group size 4, seeds [0, 1, 2]")
+
+
+def test_different_configs_become_separate_rows(records_dir):
+    write_record(records_dir, ENV4, "ppo", 0, 1.0, "123456789abc")
+    t = build_table(records_frame([records_dir]))
+    g = t.grid
+    assert g.loc["tiny-0.2m ppo [config aaaaaaaaaaaa]", ENV4] == "33.3 ± 8.3 (3)"
+    assert g.loc["tiny-0.2m ppo [config 123456789abc]", ENV4] == "**100.0 (1)**"
+    assert "tiny-0.2m ppo" not in g.index
+    assert t.notes.count("FrozenLake-4x4-v0 tiny-0.2m ppo: records with 2 different configs are kept apart") == 1
+
+
+def test_duplicate_seeds_of_one_config_are_refused(records_dir):
+    write_record(records_dir / "copy", ENV4, "grpo", 1, 0.75, "bbbbbbbbbbbb")
+    with pytest.raises(ValueError, match=r"seed\(s\) \[1\] appear twice"):
+        build_table(records_frame([records_dir]))
+
+
+def test_no_records_or_only_failures_refused(tmp_path):
+    with pytest.raises(ValueError, match="no run records found"):
+        build_table(records_frame([tmp_path]))
+    write_record(tmp_path, ENV4, "grpo", 0, None, status="failed", error="boom")
+    with pytest.raises(ValueError, match="no completed run records"):
+        build_table(records_frame([tmp_path]))
+
+
+def test_formats(records_dir, tmp_path):
+    t = build_table(records_frame([records_dir]))
+    md = to_markdown(t)
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in md.splitlines() if line.startswith("|")]
+    assert rows[0] == ["model / method", ENV4, ENV6]
+    assert ["tiny-0.2m grpo", "62.5 ± 12.5 (2)", "25.0 (1)"] in rows
+    assert ["tiny-0.2m gain grpo+actfocus vs grpo", "+25.0 ± 17.7 (2 vs 2)", "+25.0 (1 vs 1)"] in rows
+    assert "- failed run excluded:" in md
+    csv = to_csv(t).splitlines()
+    assert csv[0] == "model / method,FrozenLake-4x4-v0,FrozenLake-6x6-v0"
+    assert "tiny-0.2m grpo+actfocus,87.5 ± 12.5 (2)*,50.0 (1)*" in csv
+    tex = to_latex(t)
+    assert "\\textbf{87.5 $\\pm$ 12.5 (2)}" in tex and "\\begin{tabular}{lrr}" in tex
+    written = write_table(t, tmp_path / "out", ("md",))
+    assert [p.name for p in written] == ["table.md"]
+    with pytest.raises(ValueError, match="unknown table format"):
+        write_table(t, tmp_path / "out", ("html",))
+
+
+def test_negative_gain_and_no_minus_zero(tmp_path):
+    for seed, (a, b) in enumerate([(0.5, 0.25), (0.5, 0.5)]):
+        write_record(tmp_path, ENV4, "rloo", seed, a, "aaaaaaaaaaa1")
+        write_record(tmp_path, ENV4, "rloo+top-entropy", seed, b, "aaaaaaaaaaa2")
+        write_record(tmp_path, ENV6, "rloo", seed, 0.1 + 0.2, "aaaaaaaaaaa3")
+        write_record(tmp_path, ENV6, "rloo+top-entropy", seed, 0.3, "aaaaaaaaaaa4")
+    g = build_table(records_frame([tmp_path])).grid
+    # 4x4: 0.375 - 0.5 = -12.5; SEs 0.0 and 0.125 -> combined 12.5
+    assert g.loc["tiny-0.2m gain rloo+top-entropy vs rloo", ENV4] == "-12.5 ± 12.5 (2 vs 2)"
+    # 6x6: (0.1 + 0.2) - 0.3 is -5.6e-17, shown as +0.0
+    assert g.loc["tiny-0.2m gain rloo+top-entropy vs rloo", ENV6] == "+0.0 ± 0.0 (2 vs 2)"
