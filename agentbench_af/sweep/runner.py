@@ -120,8 +120,15 @@ def plan_sweep(spec: SweepSpec | str | Path) -> SweepPlan:
     return SweepPlan(spec, runs, list(warm.values()))
 
 
-def make_backend(backend: Backend, workers: int | None, spec: SweepSpec, n_tasks: int):
-    """The backend context manager; local workers default to cores // threads_per_run."""
+def uses_cuda(cfgs: list[TrainConfig]) -> bool:
+    import torch
+
+    return any(c.run.device.startswith("cuda") or (c.run.device == "auto" and torch.cuda.is_available()) for c in cfgs)
+
+
+def make_backend(backend: Backend, workers: int | None, spec: SweepSpec, n_tasks: int, cfgs: list[TrainConfig]):
+    """The backend context manager. Local workers default to cores // threads_per_run, or to one when
+    runs use CUDA (every local worker would share one device; for several GPUs use Ray with gpus_per_run)."""
     if workers is not None and workers < 1:
         raise SweepError(f"workers must be >= 1, got {workers}")
     if backend == "serial":
@@ -131,7 +138,8 @@ def make_backend(backend: Backend, workers: int | None, spec: SweepSpec, n_tasks
     if backend == "local":
         from agentbench_af.sweep.local import PoolBackend, default_workers
 
-        return PoolBackend(min(workers or default_workers(spec.threads_per_run), max(n_tasks, 1)), spec.threads_per_run)
+        default = 1 if uses_cuda(cfgs) else default_workers(spec.threads_per_run)
+        return PoolBackend(min(workers or default, max(n_tasks, 1)), spec.threads_per_run)
     if backend == "ray":
         from agentbench_af.sweep.ray_backend import RayBackend
 
@@ -171,7 +179,8 @@ def run_sweep(spec: SweepSpec | str | Path, backend: Backend = "local", workers:
         first = plan.conflicts[0]
         raise SweepError(f"{len(plan.conflicts)} run dir(s) hold another config, e.g. {first.run_dir}: {first.detail}; "
                          "use another out_dir or remove them")
-    backend_cm = make_backend(backend, workers, spec, max(len(plan.todo), len(plan.warm_starts)))
+    backend_cm = make_backend(backend, workers, spec, max(len(plan.todo), len(plan.warm_starts)),
+                              [r.cfg for r in plan.todo])
     atomic_write_text(Path(spec.out_dir) / "sweep.yaml", yaml.safe_dump(to_dict(spec), sort_keys=False))
     outcomes: dict[str, RunOutcome] = {}
     results: dict[str, TaskResult] = {}

@@ -125,3 +125,20 @@ def test_workers_must_be_positive(tmp_path, tiny_base, fake_train):
         run_sweep(_spec(tmp_path, tiny_base), backend="local", workers=0, show_progress=False)
     with pytest.raises(SweepError, match="unknown backend"):
         run_sweep(_spec(tmp_path, tiny_base), backend="slurm", show_progress=False)  # type: ignore[arg-type]
+
+
+def test_local_workers_default_to_cores_or_one_per_gpu(tmp_path, tiny_base, monkeypatch):
+    import torch
+
+    from agentbench_af.sweep import local
+    from agentbench_af.sweep.runner import make_backend
+
+    spec = _spec(tmp_path, tiny_base, threads_per_run=2)
+    cfgs = expand(spec)
+    monkeypatch.setattr(local, "available_cores", lambda: 16)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert make_backend("local", None, spec, 20, cfgs).workers == 8  # 16 cores // 2 threads
+    assert make_backend("local", None, spec, 3, cfgs).workers == 3  # never more workers than tasks
+    assert make_backend("local", 5, spec, 20, cfgs).workers == 5
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert make_backend("local", None, spec, 20, cfgs).workers == 1  # runs share one GPU
