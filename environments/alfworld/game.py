@@ -29,7 +29,7 @@ from textworld.envs.pddl import logic as pddl_logic
 _BANNER = re.compile(r"^-= Welcome to TextWorld, ALFRED! =-\s*")
 _TASK = re.compile(r"Your task is to: (.*)")
 _GENERATED_ID = re.compile(r"^([a-z]+)_(\d+)$")
-_PLAN_CACHE: OrderedDict[tuple[str, frozenset[str]], tuple[str, ...]] = OrderedDict()
+_PLAN_CACHE: OrderedDict[tuple[str, str], tuple[str, ...]] = OrderedDict()  # (game, state digest) -> plan
 _PLAN_CACHE_SIZE = 4096
 #: engines of closed games, reused by new ones: unloading a fast-downward library copy (dlclose) and
 #: loading another one later crashes the process, so copies are kept for the life of the process
@@ -66,6 +66,10 @@ def display_names(ids: Iterable[str]) -> dict[str, str]:
             names[i] = f"{cls} {left[cls]}"
             left[cls] -= 1
     return names
+
+
+def _digest(facts: frozenset[str]) -> str:
+    return hashlib.sha1("\n".join(sorted(facts)).encode()).hexdigest()
 
 
 @contextlib.contextmanager
@@ -149,14 +153,14 @@ class PddlGame:
         self.intro = self.feedback
         walkthrough = self.data.get("walkthrough")
         if self.data.get("agentbench_af") and isinstance(walkthrough, list) and walkthrough:
-            self._remember((self._key, self._facts()), walkthrough)  # our files store the planner's plan
+            self._remember((self._key, _digest(self._facts())), walkthrough)  # our files store the planner's plan
 
     def initial_plan(self, source: str | Path | Mapping[str, Any]) -> tuple[bool, list[str]]:
         """(won at the start, the planner's plan) for a game, without starting it (for the generator)."""
         self._key = ""  # load afresh: the engine's state must be the initial one
         self._load(source)
         self._fresh = False  # planning reads the state but a later load() starts from a clean one
-        return bool(self._env._pddl_state.check_goal()), self._search()
+        return bool(self._env._pddl_state.check_goal()), self.reduced_plan()
 
     # ------------------------------------------------------------- playing
     def _require(self) -> Any:
@@ -193,21 +197,21 @@ class PddlGame:
         if command not in self.admissible:
             raise ValueError(f"{command!r} is not admissible")
         before = self._facts()
-        plan = _PLAN_CACHE.get((self._key, before))
+        plan = _PLAN_CACHE.get((self._key, _digest(before)))
         with _keep_argv():
             self._state, _, _ = self._env.step(command)
         after = self._facts()
         if plan and plan[0] == command and after != before and not self.won:
-            self._remember((self._key, after), plan[1:])  # the rest of a plan is a plan from here
+            self._remember((self._key, _digest(after)), plan[1:])  # the rest of a plan is a plan from here
         return after != before
 
     def plan(self) -> list[str]:
         """The planner's commands from the current state ([] when won or when no plan exists)."""
         if self.won:
             return []
-        key = (self._key, self._facts())
+        key = (self._key, _digest(self._facts()))
         if key not in _PLAN_CACHE:
-            self._remember(key, self._search())
+            self._remember(key, self.reduced_plan())
         _PLAN_CACHE.move_to_end(key)
         return list(_PLAN_CACHE[key])
 
@@ -216,7 +220,7 @@ class PddlGame:
         with _keep_argv():
             return list(self._env._pddl_state.replan(self._env._entity_infos))
 
-    def _search(self) -> list[str]:
+    def reduced_plan(self) -> list[str]:
         """Plan on the goal-relevant part of the current state (see planner.py); [] when none."""
         state = self._env._pddl_state
         facts = [(f.name, tuple(a.name for a in f.arguments)) for f in state.facts if "@" not in f.name]
@@ -226,7 +230,7 @@ class PddlGame:
         return list(state.plan_to_templated_actions(ops, self._env._entity_infos)) if ops else []
 
     @staticmethod
-    def _remember(key: tuple[str, frozenset[str]], plan: Iterable[str]) -> None:
+    def _remember(key: tuple[str, str], plan: Iterable[str]) -> None:
         _PLAN_CACHE[key] = tuple(plan)
         _PLAN_CACHE.move_to_end(key)
         if len(_PLAN_CACHE) > _PLAN_CACHE_SIZE:

@@ -56,6 +56,19 @@ def test_ids_listed_and_variant_checked() -> None:
         ALFWorldVariant(source="web")
 
 
+def test_ids_list_without_the_extra_and_make_says_what_to_install() -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['alfworld'] = sys.modules['textworld'] = None  # as if the extra were not installed\n"
+        "from agentbench_af.api import list_envs, make\n"
+        "assert 'ALFWorld-pick-v0' in list_envs()\n"
+        "try:\n    make('ALFWorld-pick-v0')\nexcept ImportError as exc:\n    print(exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "pip install 'agentbench-af[alfworld]'" in out.stdout
+
+
 @pytest.mark.parametrize("key", list(TASK_TYPES))
 def test_generated_tasks_are_won_by_the_expert(key: str) -> None:
     env = make(f"ALFWorld-{key}-v0")
