@@ -337,7 +337,7 @@ class _Checker:
         episodes, done = 0, True
         try:
             for text, preview in cases:
-                while done or rng.random() < 0.03:
+                while done or rng.random() < 0.015:
                     if done:
                         self.reset(self.seeds[episodes % len(self.seeds)], env)
                         episodes, done = episodes + 1, False
