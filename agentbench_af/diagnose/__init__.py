@@ -3,15 +3,20 @@
     from agentbench_af.diagnose import (compute_bottleneck, token_contributions, write_report,
                                         plot_shares, plot_energy, plot_ratio_over_steps, write_html)
     stats = compute_bottleneck(batch)                       # BottleneckStats (stats.py); .to_dict() for JSON
+    stats.sources["old"].bottleneck_ratio                   # signal share / token share of action tokens
     write_report(stats, out_dir, step=step)                 # bottleneck.json + bottleneck.md (report.py)
     plot_shares(stats, out_dir); plot_energy(batch, out_dir)           # PNG + SVG (plots.py)
     plot_ratio_over_steps([(step, stats), ...], out_dir)
     abs_c = token_contributions(batch, "old").abs()         # (B, T) |c| per token (tokens.py)
     write_html(out_dir / "tokens.html", batch, abs_c, token_texts)     # token_texts[b][t] (html.py)
 
-All of it reads a saved `RolloutBatch`; none of it samples rollouts or needs a model.
+All of it reads a saved `RolloutBatch` (e.g. `results.rollout_store.load_rollouts`); none of it samples
+rollouts or needs a model. The plot functions are imported on first use, so importing this package does
+not load matplotlib or set its backend.
 """
 
+from agentbench_af.diagnose.html import render_html, write_html
+from agentbench_af.diagnose.report import load_report, markdown_summary, verdict, write_report
 from agentbench_af.diagnose.stats import (
     BottleneckStats,
     RoleStats,
@@ -22,6 +27,17 @@ from agentbench_af.diagnose.stats import (
 )
 from agentbench_af.diagnose.tokens import ROLE_KEYS, available_sources, token_contributions
 
+_PLOTS = ("plot_shares", "plot_energy", "plot_ratio_over_steps")
+
+
+def __getattr__(name: str):
+    if name in _PLOTS:
+        from agentbench_af.diagnose import plots
+
+        return getattr(plots, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "ROLE_KEYS",
     "BottleneckStats",
@@ -30,6 +46,15 @@ __all__ = [
     "SplitStats",
     "available_sources",
     "compute_bottleneck",
+    "load_report",
+    "markdown_summary",
+    "plot_energy",
+    "plot_ratio_over_steps",
+    "plot_shares",
+    "render_html",
     "source_stats",
     "token_contributions",
+    "verdict",
+    "write_html",
+    "write_report",
 ]

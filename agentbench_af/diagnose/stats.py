@@ -13,6 +13,12 @@ Per energy source (`old`: -old_logprobs, `entropy`, `ref`: -ref_logprobs when pr
   (the tokens the signal is measured on); signal share: sum |c| over the role / sum |c| over all tokens;
   ratio = signal share / token share (the bottleneck ratio is the action role's).
 - signed_signal: sum of c over the role (not in the paper: noise cancels in it, unlike in |c|).
+- null_ratio (not in the paper): the mean ratio over `null_permutations` shuffles of the returns within
+  each group, i.e. the ratio when reward is unrelated to the tokens. |c| = |e - mean_e| * |R - mean_R|
+  measures how far a role's energies spread around the group mean (weighted by the rollout's reward
+  deviation), not whether they move with the reward: a role whose energies sit far from the group mean
+  gets a ratio above 1 with no reward information at all, and the ratio stays near its null_ratio
+  unless |R - mean_R| goes with that spread. pearson and signed_signal are what react to reward.
 - mean_energy: over the role's generated tokens in every group (skipped ones too).
 - pearson: per group (prompt), Pearson across its rollouts between R_i and the mean energy of the role's
   tokens in rollout i (rollouts without such tokens left out), averaged over the groups where it is
@@ -45,6 +51,7 @@ from agentbench_af.diagnose.tokens import (
     flat_energy,
     group_rewards,
     is_constant,
+    shuffled_rewards,
     token_table,
 )
 from agentbench_af.rollout.batch import RolloutBatch
@@ -59,6 +66,7 @@ class RoleStats:
     signal: float  # sum of |c| over the role's tokens
     signal_share: float | None
     ratio: float | None  # signal_share / token_share
+    null_ratio: float | None  # mean ratio with rewards shuffled within groups (None: no shuffles)
     signed_signal: float  # sum of c over the role's tokens
     mean_energy: float | None  # over the role's tokens in every group
     pearson: float | None  # mean over prompts of Pearson(R_i, role mean energy of rollout i)
@@ -97,6 +105,7 @@ class BottleneckStats:
     n_groups_skipped: int  # groups with zero reward variance
     n_trajectories: int
     n_generated_tokens: int
+    null_permutations: int  # reward shuffles behind null_ratio
     sources: dict[str, SourceStats]
 
     def to_dict(self) -> dict:
@@ -142,6 +151,7 @@ class _Cells:
     pearson_sum: torch.Tensor  # (C,)
     pearson_n: torch.Tensor  # (C,)
     spearman: list[tuple[float | None, int]]  # per cell
+    null_ratio: torch.Tensor  # (C,) NaN where undefined
 
 
 def _pearson(table: TokenTable, energy: torch.Tensor, cell: torch.Tensor, C: int):
@@ -200,14 +210,39 @@ def _spearman(table: TokenTable, energy: torch.Tensor, cell: torch.Tensor, C: in
     return out
 
 
+def _ratios(signal: torch.Tensor, n_used: torch.Tensor) -> torch.Tensor:
+    """(C,) per-cell signal / token share ratios within each bucket of N_ROLES cells; NaN if undefined."""
+    sig, tok = signal.view(-1, N_ROLES), n_used.view(-1, N_ROLES)  # (K, 3)
+    sig_share = sig / sig.sum(-1, keepdim=True)  # (K, 3) NaN on 0 / 0
+    tok_share = tok / tok.sum(-1, keepdim=True)  # (K, 3)
+    ratio = torch.where(tok_share > 0, sig_share / tok_share, torch.full_like(sig_share, torch.nan))
+    return ratio.view(-1)  # (C,)
+
+
+def _null_ratio(table: TokenTable, energy: torch.Tensor, rewards: GroupRewards, cell: torch.Tensor,
+                C: int, n_used: torch.Tensor, permutations: int, seed: int) -> torch.Tensor:
+    """(C,) mean over `permutations` within-group reward shuffles of each cell's ratio (NaN if never defined)."""
+    gen = torch.Generator().manual_seed(seed)
+    total = torch.zeros(C, dtype=energy.dtype, device=energy.device)
+    count = torch.zeros(C, dtype=energy.dtype, device=energy.device)
+    for _ in range(permutations):
+        c = flat_contributions(table, energy, rewards, shuffled_rewards(table, gen))  # (M,)
+        ratio = _ratios(group_sum(c.abs(), cell, C), n_used)  # (C,)
+        ok = ~ratio.isnan()
+        total += torch.where(ok, ratio, torch.zeros_like(ratio))
+        count += ok.to(count.dtype)
+    return torch.where(count > 0, total / count.clamp(min=1), torch.full_like(total, torch.nan))
+
+
 def _cells(table: TokenTable, energy: torch.Tensor, c: torch.Tensor, rewards: GroupRewards,
-           bucket: torch.Tensor, K: int) -> _Cells:
+           bucket: torch.Tensor, K: int, permutations: int, seed: int) -> _Cells:
     C = K * N_ROLES
     cell = bucket * N_ROLES + table.role  # (M,)
     used = rewards.used[table.group].to(energy.dtype)  # (M,)
+    n_used = group_sum(used, cell, C)  # (C,)
     pearson_sum, pearson_n = _pearson(table, energy, cell, C)
     return _Cells(
-        n_used=group_sum(used, cell, C),
+        n_used=n_used,
         n_all=group_sum(torch.ones_like(energy), cell, C),
         signal=group_sum(c.abs(), cell, C),
         signed=group_sum(c, cell, C),
@@ -215,6 +250,7 @@ def _cells(table: TokenTable, energy: torch.Tensor, c: torch.Tensor, rewards: Gr
         pearson_sum=pearson_sum,
         pearson_n=pearson_n,
         spearman=_spearman(table, energy, cell, C, rewards),
+        null_ratio=_null_ratio(table, energy, rewards, cell, C, n_used, permutations, seed),
     )
 
 
@@ -234,6 +270,7 @@ def _split(cells: _Cells, b: int, total_tokens: float, total_signal: float) -> S
             signal=float(cells.signal[i]),
             signal_share=sig_share,
             ratio=_div(sig_share, tok_share) if sig_share is not None and tok_share else None,
+            null_ratio=_opt(float(cells.null_ratio[i])),
             signed_signal=float(cells.signed[i]),
             mean_energy=_div(float(cells.sum_e[i]), float(cells.n_all[i])),
             pearson=float(cells.pearson_sum[i]) / pn if pn else None,
@@ -251,32 +288,38 @@ def _split(cells: _Cells, b: int, total_tokens: float, total_signal: float) -> S
     )
 
 
-def source_stats(batch: RolloutBatch, source: str, table: TokenTable | None = None) -> SourceStats:
-    """The diagnostic for one energy source."""
+def source_stats(batch: RolloutBatch, source: str, table: TokenTable | None = None,
+                 null_permutations: int = 16, seed: int = 0) -> SourceStats:
+    """The diagnostic for one energy source (arguments as compute_bottleneck)."""
     table = token_table(batch) if table is None else table
     rewards = group_rewards(table)
     energy = flat_energy(batch, table, source)  # (M,)
     c = flat_contributions(table, energy, rewards)  # (M,)
-    overall_cells = _cells(table, energy, c, rewards, torch.zeros_like(table.turn), 1)
+    overall_cells = _cells(table, energy, c, rewards, torch.zeros_like(table.turn), 1, null_permutations, seed)
     total_tokens, total_signal = float(overall_cells.n_used.sum()), float(overall_cells.signal.sum())
     overall = _split(overall_cells, 0, total_tokens, total_signal)
     by_turn: dict[int, SplitStats] = {}
     if table.n_tokens:
         K = int(table.turn.max()) + 1
-        turn_cells = _cells(table, energy, c, rewards, table.turn, K)
+        turn_cells = _cells(table, energy, c, rewards, table.turn, K, null_permutations, seed)
         for t in sorted(set(table.turn.tolist())):
             by_turn[t] = _split(turn_cells, t, total_tokens, total_signal)
     return SourceStats(source=source, overall=overall, by_turn=by_turn)
 
 
-def compute_bottleneck(batch: RolloutBatch, sources: Sequence[str] | None = None) -> BottleneckStats:
+def compute_bottleneck(batch: RolloutBatch, sources: Sequence[str] | None = None,
+                       null_permutations: int = 16, seed: int = 0) -> BottleneckStats:
     """The diagnostic for each source in `sources` (default: `available_sources(batch)`).
 
+    `null_permutations` shuffles of the rewards within each group (seeded by `seed`) give each role's
+    null_ratio; 0 skips them.
     Raises ValueError on a batch whose shapes or roles do not fit, or a source it cannot score.
     """
     table = token_table(batch)
     rewards = group_rewards(table)
     names = tuple(available_sources(batch) if sources is None else sources)
+    if null_permutations < 0:
+        raise ValueError(f"null_permutations must be >= 0, got {null_permutations}")
     n_used = int(rewards.used.sum())
     return BottleneckStats(
         n_groups=table.n_groups,
@@ -284,5 +327,6 @@ def compute_bottleneck(batch: RolloutBatch, sources: Sequence[str] | None = None
         n_groups_skipped=table.n_groups - n_used,
         n_trajectories=table.n_traj,
         n_generated_tokens=table.n_tokens,
-        sources={name: source_stats(batch, name, table) for name in names},
+        null_permutations=null_permutations,
+        sources={name: source_stats(batch, name, table, null_permutations, seed) for name in names},
     )

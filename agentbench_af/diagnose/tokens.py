@@ -123,14 +123,27 @@ def flat_energy(batch: RolloutBatch, table: TokenTable, source: str) -> torch.Te
     return energy
 
 
-def flat_contributions(table: TokenTable, energy: torch.Tensor, rewards: GroupRewards) -> torch.Tensor:
-    """(M,) float64 c of each generated token; 0 in skipped groups."""
+def flat_contributions(table: TokenTable, energy: torch.Tensor, rewards: GroupRewards,
+                       reward: torch.Tensor | None = None) -> torch.Tensor:
+    """(M,) float64 c of each generated token; 0 in skipped groups. `reward` (N,) overrides
+    table.reward (for shuffled rewards: the group means and skips stay those of the real rewards)."""
     g = table.group
     count = group_sum(torch.ones_like(energy), g, table.n_groups)  # (G,)
     mean_e = group_sum(energy, g, table.n_groups) / count.clamp(min=1)  # (G,)
-    adv = table.reward[table.traj] - rewards.mean[g]  # (M,)
+    adv = (table.reward if reward is None else reward)[table.traj] - rewards.mean[g]  # (M,)
     c = (energy - mean_e[g]) * adv  # (M,)
     return torch.where(rewards.used[g], c, torch.zeros_like(c))
+
+
+def shuffled_rewards(table: TokenTable, generator: torch.Generator) -> torch.Tensor:
+    """(N,) the returns permuted at random within each group (a null model: reward unrelated to tokens)."""
+    g = table.traj_group.double()  # (N,)
+    noise = torch.rand(g.shape, generator=generator, dtype=torch.float64).to(g.device)  # (N,) in [0, 1)
+    in_order = torch.argsort(g, stable=True)  # (N,) trajectories by group
+    shuffled = torch.argsort(g + noise)  # (N,) by group, random order inside each
+    out = torch.empty_like(table.reward)
+    out[in_order] = table.reward[shuffled]
+    return out
 
 
 def token_contributions(batch: RolloutBatch, source: str = "old") -> torch.Tensor:

@@ -1,6 +1,6 @@
 """The diagnostic written as plain Python loops over tokens, trajectories and groups (ACTFOCUS.md read
 literally), to check the vectorised `compute_bottleneck` against. Returns the same dict as
-`BottleneckStats.to_dict()` minus `bottleneck_ratio` and with int turn keys."""
+`BottleneckStats.to_dict()` (with null_permutations = 0) minus `bottleneck_ratio`, int turn keys."""
 
 from __future__ import annotations
 
@@ -76,6 +76,7 @@ def split_stats(tokens, c, group_of, reward, used, var_r, total_tokens, total_si
             "signal": sig,
             "signal_share": sig_share,
             "ratio": sig_share / tok_share if sig_share is not None and tok_share else None,
+            "null_ratio": None,  # checked with null_permutations = 0
             "signed_signal": sum(c[i] for i in idx),
             "mean_energy": sum(tokens[i][3] for i in idx) / len(idx) if idx else None,
             "pearson": sum(rs) / len(rs) if rs else None,
@@ -107,7 +108,7 @@ def slow_bottleneck(batch, sources):
         var_r[g] = sum((r - mean_r[g]) ** 2 for r in rs) / len(rs) if used[g] else 0.0
     out = {"n_groups": len(members), "n_groups_used": sum(used.values()),
            "n_groups_skipped": len(members) - sum(used.values()), "n_trajectories": len(group_of),
-           "n_generated_tokens": 0, "sources": {}}
+           "n_generated_tokens": 0, "null_permutations": 0, "sources": {}}
     for source in sources:
         tokens = energies(batch, source)
         out["n_generated_tokens"] = len(tokens)

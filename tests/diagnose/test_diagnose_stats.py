@@ -173,7 +173,7 @@ def assert_same(fast, slow, path="") -> None:
 
 def check_against_slow(batch) -> None:
     sources = ("old", "entropy", "ref")
-    fast = compute_bottleneck(batch, sources).to_dict()
+    fast = compute_bottleneck(batch, sources, null_permutations=0).to_dict()
     slow = slow_bottleneck(batch, sources)
     assert_same(fast, slow)
     for s in sources:
@@ -207,3 +207,36 @@ def test_vectorised_equals_slow_loop_random_floats(seed):
         for turn in tr.turns:
             turn.energies = turn.energies[: len(turn.roles)]
     check_against_slow(make_batch(trajs, mode=rng.choice(["full", "window"]), shuffle_seed=seed))
+
+
+def noise_trajs(seed: int) -> list[Traj]:
+    """Rewards independent of every energy; action energies sit higher (U(2, 4)) than reasoning (U(.5, 1.5))."""
+    rng = random.Random(seed)
+    return [Traj(g, float(rng.random() < 0.5),
+                 [Turn("r" * 8 + "aa", [rng.uniform(0.5, 1.5) for _ in range(8)] + [rng.uniform(2, 4) for _ in range(2)])])
+            for g in range(30) for _ in range(8)]
+
+
+def test_ratio_follows_energy_spread_and_pearson_follows_reward():
+    # |c| = |e - mean_e| * |R - mean_R| measures how far a role's energies spread around the group mean,
+    # not whether they move with the reward: offset action energies with rewards independent of every
+    # token still give a ratio far above 1, and shuffling rewards within groups leaves it unchanged
+    noise = compute_bottleneck(make_batch(noise_trajs(0)), ["old"]).sources["old"].overall.roles["action"]
+    assert noise.ratio > 2.0 and noise.null_ratio == pytest.approx(noise.ratio, rel=0.1)
+    assert abs(noise.pearson) < 0.15 and abs(noise.signed_signal) < 0.1 * noise.signal
+    # reward made by the action tokens: the same ratio-vs-null picture, but Pearson and the signed sum see it
+    real = compute_bottleneck(make_batch(bandit_trajs(0, "action")), ["old"]).sources["old"].overall.roles["action"]
+    assert real.ratio > 2.0 and real.null_ratio == pytest.approx(real.ratio, rel=0.1)
+    assert real.pearson < -0.95 and abs(real.signed_signal) > 0.25 * real.signal
+
+
+def test_null_ratio_options():
+    batch = make_batch(bandit_trajs(3, "action", n_groups=6))
+    a = compute_bottleneck(batch, ["old"], null_permutations=8, seed=1)
+    assert a == compute_bottleneck(batch, ["old"], null_permutations=8, seed=1)
+    assert a != compute_bottleneck(batch, ["old"], null_permutations=8, seed=2)
+    assert a.null_permutations == 8 and a.sources["old"].by_turn[1].roles["action"].null_ratio is not None
+    none = compute_bottleneck(batch, ["old"], null_permutations=0).sources["old"].overall.roles["action"]
+    assert none.null_ratio is None and none.ratio == a.sources["old"].overall.roles["action"].ratio
+    with pytest.raises(ValueError, match="null_permutations"):
+        compute_bottleneck(batch, null_permutations=-1)
