@@ -1,0 +1,71 @@
+"""One `ppo_update` moves every trainable parameter (value head included for PPO), and nothing moves
+when every advantage is zero (the loss reaches the weights only through the advantages)."""
+
+import pytest
+import torch
+from train_helpers import FROZENLAKE
+
+from agentbench_af.credit import CreditConfig, compute_token_weights
+from agentbench_af.rollout.collect import collect_rollouts
+from agentbench_af.rollout.engine import TransformersEngine
+from agentbench_af.rollout.to_batch import trajectories_to_batch
+from agentbench_af.rollout.types import RolloutConfig
+from agentbench_af.train.forward import token_stats
+from agentbench_af.train.loss import LossConfig
+from agentbench_af.train.policy import Policy
+from agentbench_af.train.update import UpdateInputs, ppo_update
+
+CPU = torch.device("cpu")
+
+
+@pytest.fixture(scope="module")
+def rollout_batch(warm_start):
+    policy = Policy.load(warm_start)
+    engine = TransformersEngine(policy.lm, policy.pad_token_id)
+    torch.manual_seed(0)
+    trajs = collect_rollouts(engine, policy.tokenizer, policy.chat, FROZENLAKE, [1, 2], RolloutConfig(group_size=2, max_new_tokens=48))
+    return trajectories_to_batch(trajs, "full", policy.pad_token_id)
+
+
+def _run(warm_start, batch, weighting, with_value, advantages, epochs=1, minibatches=1):
+    policy = Policy.load(warm_start)
+    head = policy.ensure_value_head() if with_value else None
+    params = list(policy.lm.parameters()) + (list(head.parameters()) if head is not None else [])
+    before = [p.detach().clone() for p in params]
+    with torch.no_grad():
+        old, _, values = token_stats(policy.lm, batch.input_ids, batch.attention_mask, value_head=head, with_entropy=False)
+    batch.old_logprobs = old * batch.response_mask
+    batch.values = None if values is None else values * batch.response_mask
+    returns = None if head is None else torch.randn(batch.response_mask.shape, generator=torch.Generator().manual_seed(1)) * batch.response_mask
+    weights = compute_token_weights(batch, CreditConfig(weighting=weighting))
+    optimizer = torch.optim.AdamW(params, lr=1e-3, weight_decay=0.0)
+    metrics = ppo_update(policy.lm, head, optimizer, UpdateInputs(batch, advantages, returns, weights), LossConfig(),
+                         epochs, minibatches, 1.0, torch.Generator().manual_seed(0), CPU)
+    names = [n for n, _ in policy.lm.named_parameters()] + ([f"value_head.{n}" for n, _ in head.named_parameters()] if head else [])
+    changed = {n: not torch.equal(b, p.detach()) for n, b, p in zip(names, before, params, strict=True)}
+    return changed, metrics
+
+
+def _advantages(batch):
+    adv = torch.randn(batch.response_mask.shape, generator=torch.Generator().manual_seed(2))  # (B, T)
+    return adv * batch.response_mask
+
+
+@pytest.mark.parametrize(("weighting", "with_value"), [("uniform", False), ("actfocus", False), ("uniform", True), ("actfocus", True)])
+def test_one_update_changes_every_parameter(warm_start, rollout_batch, weighting, with_value):
+    changed, metrics = _run(warm_start, rollout_batch, weighting, with_value, _advantages(rollout_batch))
+    assert all(changed.values()), [n for n, c in changed.items() if not c]
+    assert len(changed) >= 10 and (any(n.startswith("value_head") for n in changed) == with_value)
+    assert metrics["grad_norm"] > 0 and ("value_loss" in metrics) == with_value
+
+
+def test_several_minibatches_and_epochs(warm_start, rollout_batch):
+    changed, metrics = _run(warm_start, rollout_batch, "actfocus", True, _advantages(rollout_batch), epochs=2, minibatches=2)
+    assert all(changed.values())
+    assert metrics["clip_frac"] >= 0 and metrics["approx_kl"] >= 0
+
+
+def test_zero_advantages_leave_the_policy_unchanged(warm_start, rollout_batch):
+    changed, metrics = _run(warm_start, rollout_batch, "actfocus", False, torch.zeros(rollout_batch.response_mask.shape))
+    assert not any(changed.values())
+    assert metrics["grad_norm"] == 0.0 and metrics["pg_loss"] == 0.0
