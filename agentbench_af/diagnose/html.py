@@ -8,8 +8,8 @@
 `token_texts` is either one list of strings per sample row (at least as long as the row's real tokens)
 or a callable mapping a row's real token ids (list[int]) to their strings; nothing here depends on a
 tokenizer type. One section per group (rollouts sorted by reward, best first), one block per turn;
-generated tokens get a red background whose opacity is |c| / vmax (vmax: the 99th percentile of |c| over
-the shown tokens unless given) and a border in their role's colour; prompt tokens are dimmed and long
+generated tokens get a red background whose opacity is |c| / vmax (vmax: the 99th percentile of the
+batch's nonzero |c| unless given) and a border in their role's colour; prompt tokens are dimmed and long
 prompt stretches are folded into a <details> element. A signed c tensor is accepted: the shade uses |c|
 and the tooltip shows the sign. Left out: JavaScript, external assets, and choosing which groups to show
 beyond `groups` / `max_groups` (that is the caller's sampling).
@@ -150,6 +150,28 @@ def _sample_html(batch: RolloutBatch, c: torch.Tensor, b: int, texts: list[str],
     return "".join(blocks)
 
 
+def _traj_html(batch: RolloutBatch, c: torch.Tensor, t: int, rows: list[int], mean_r: float,
+               token_texts: TokenTexts, vmax: float, fold: int) -> str:
+    """One trajectory: a header (reward, its deviation from the group mean, success, Σ|c|), then its
+    samples in order."""
+    order = batch.sample_order.tolist()
+    rows = sorted(rows, key=lambda b: order[b])
+    reward, success = float(batch.traj_return[t]), bool(batch.traj_success[t])
+    n_gen = int(batch.response_mask[rows].sum()) if rows else 0
+    total = float(c[rows].abs().sum()) if rows else 0.0
+    adv = reward - mean_r
+    head = (f'<div class="traj-head"><b>rollout {t}</b> · reward <b>{reward:.3g}</b> '
+            f'(<span class="{"pos" if adv >= 0 else "neg"}">R − mean {adv:+.3g}</span>) · '
+            f'{"success" if success else "no success"} · {n_gen} generated tokens · Σ|c| {total:.3g}</div>')
+    body = []
+    for b in rows:
+        if len(rows) > 1:
+            body.append(f'<div class="sample-label">sample {order[b]} (row {b})</div>')
+        texts = _row_texts(token_texts, batch, b, int(batch.attention_mask[b].sum()))
+        body.append(_sample_html(batch, c, b, texts, vmax, fold))
+    return f'<div class="traj">{head}{"".join(body) or "<i>no samples</i>"}</div>'
+
+
 def _legend(vmax: float, source: str) -> str:
     swatches = "".join(f'<span><span class="swatch" style="border-color:{col}"></span>{label}</span>'
                        for _, col, label in ROLE_STYLE.values())
@@ -164,7 +186,9 @@ def render_html(batch: RolloutBatch, abs_c: torch.Tensor, token_texts: TokenText
                 title: str = "Action Bottleneck: token contributions", groups: Sequence[int] | None = None,
                 max_groups: int | None = 8, max_rollouts: int | None = None, prompt_fold: int = 64,
                 vmax: float | None = None) -> str:
-    """The page as a string. `groups`: group ids to show (default: the first `max_groups` by id)."""
+    """The page as a string. `groups`: group ids to show, in that order (default: `max_groups` groups,
+    those with reward variance first, by id). `vmax`: the |c| of a full shade (default: the 99th
+    percentile of the nonzero |c| of the whole batch)."""
     B, T = batch.input_ids.shape
     if tuple(abs_c.shape) != (B, T):
         raise ValueError(f"abs_c has shape {tuple(abs_c.shape)}, expected {(B, T)} like batch.input_ids")
@@ -173,55 +197,38 @@ def render_html(batch: RolloutBatch, abs_c: torch.Tensor, token_texts: TokenText
         raise ValueError("abs_c holds a non-finite value")
     if not callable(token_texts) and len(token_texts) != B:
         raise ValueError(f"token_texts has {len(token_texts)} rows; the batch has {B} samples")
-    group_ids = sorted(set(batch.traj_group.tolist()))
-    if groups is not None:
-        missing = sorted(set(groups) - set(group_ids))
-        if missing:
-            raise ValueError(f"groups {missing} are not in the batch (groups: {group_ids})")
-        group_ids = list(dict.fromkeys(groups))
-    elif max_groups is not None:
-        group_ids = group_ids[:max_groups]
     traj_group, reward = batch.traj_group.tolist(), batch.traj_return.double().tolist()
-    success = batch.traj_success.tolist()
-    shown_traj = {t for t, g in enumerate(traj_group) if g in set(group_ids)}
+    rewards_of: dict[int, list[float]] = {}
+    for t, g in enumerate(traj_group):
+        rewards_of.setdefault(g, []).append(reward[t])
+    varies = {g: max(rs) != min(rs) for g, rs in rewards_of.items()}
+    if groups is not None:
+        missing = sorted(set(groups) - set(rewards_of))
+        if missing:
+            raise ValueError(f"groups {missing} are not in the batch (groups: {sorted(rewards_of)})")
+        group_ids = list(dict.fromkeys(groups))
+    else:  # groups with reward variance (the ones with a signal) first, each part by id
+        group_ids = sorted(rewards_of, key=lambda g: (not varies[g], g))[:max_groups]
     rows_of: dict[int, list[int]] = {}
     for b, t in enumerate(batch.sample_traj.tolist()):
         rows_of.setdefault(t, []).append(b)
-    rows_shown = [b for t in shown_traj for b in rows_of.get(t, [])]
     gen_mask = batch.response_mask.cpu()
-    if vmax is None:
-        vals = c[rows_shown].abs()[gen_mask[rows_shown]] if rows_shown else c.new_zeros(0)
+    if vmax is None:  # one scale for the whole batch, so pages of the same batch compare
+        vals = c.abs()[gen_mask]
         vals = vals[vals > 0]
         vmax = float(torch.quantile(vals, 0.99)) if vals.numel() else 0.0
-    order = batch.sample_order.tolist()
-    lengths = batch.attention_mask.sum(-1).tolist()
     sections = []
     for g in group_ids:
         trajs = [t for t in range(len(traj_group)) if traj_group[t] == g]
-        rs = [reward[t] for t in trajs]
+        rs = rewards_of[g]
         mean_r = sum(rs) / len(rs)
         std_r = (sum((r - mean_r) ** 2 for r in rs) / len(rs)) ** 0.5
-        skipped = max(rs) == min(rs)
+        skipped = not varies[g]
         trajs.sort(key=lambda t: -reward[t])
         if max_rollouts is not None:
             trajs = trajs[:max_rollouts]
-        parts = []
-        for t in trajs:
-            rows = sorted(rows_of.get(t, []), key=lambda b: order[b])
-            n_gen = int(gen_mask[rows].sum()) if rows else 0
-            total = float(c[rows].abs().sum()) if rows else 0.0
-            adv = reward[t] - mean_r
-            head = (f'<div class="traj-head"><b>rollout {t}</b> · reward <b>{reward[t]:.3g}</b> '
-                    f'(<span class="{"pos" if adv >= 0 else "neg"}">R − mean {adv:+.3g}</span>) · '
-                    f'{"success" if success[t] else "no success"} · {n_gen} generated tokens · '
-                    f'Σ|c| {total:.3g}</div>')
-            body = []
-            for b in rows:
-                if len(rows) > 1:
-                    body.append(f'<div class="sample-label">sample {order[b]} (row {b})</div>')
-                texts = _row_texts(token_texts, batch, b, int(lengths[b]))
-                body.append(_sample_html(batch, c, b, texts, vmax, prompt_fold))
-            parts.append(f'<div class="traj">{head}{"".join(body) or "<i>no samples</i>"}</div>')
+        parts = [_traj_html(batch, c, t, rows_of.get(t, []), mean_r, token_texts, vmax, prompt_fold)
+                 for t in trajs]
         note = " · <b>zero reward variance: skipped, all c = 0</b>" if skipped else ""
         sections.append(
             f'<section class="group{" skipped" if skipped else ""}"><h2>Group {g}</h2>'
@@ -232,7 +239,7 @@ def render_html(batch: RolloutBatch, abs_c: torch.Tensor, token_texts: TokenText
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
             f'<style>{css}</style></head><body><h1>{html.escape(title)}</h1>'
             f'<div class="meta">{len(group_ids)} of {n_groups} groups shown · c = (e − mean_e)(R − mean_R) per '
-            f'group · shade: |c| / {vmax:.3g} (99th percentile of the shown tokens\' |c| unless set)</div>'
+            f'group · shade: |c| / {vmax:.3g}{" (every c is 0)" if vmax == 0 else ""}</div>'
             f'{_legend(vmax, source)}{"".join(sections)}</body></html>\n')
 
 
