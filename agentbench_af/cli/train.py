@@ -41,19 +41,48 @@ def train_command(
 
     try:
         agentbench_af.make(cfg.env.id, **cfg.env.overrides)
-    except (KeyError, TypeError, ImportError) as exc:
-        raise _fail(str(exc.args[0] if exc.args else exc)) from exc
+    except (KeyError, TypeError, ValueError, ImportError) as exc:
+        raise _fail(f"env: {exc.args[0] if exc.args else exc}") from exc
+    problem = _preflight(cfg)
+    if problem:
+        raise _fail(problem)
     from agentbench_af.train.loop import train
 
     try:
         record = train(cfg, resume=resume, show_progress=not quiet)
-    except FileExistsError as exc:
+    except FileExistsError as exc:  # a finished run, a checkpoint without --resume, a changed config
         raise _fail(str(exc)) from exc
+    except FileNotFoundError as exc:  # model.path not on this machine (PretrainedNotFoundError)
+        raise _fail(f"model.path: {exc}") from exc
     typer.echo(
         f"{cfg.run_name}: final-step success {record.final_success:.3f} "
         f"(warm start {record.warm_start_success:.3f}) over {cfg.eval.episodes} eval episodes; "
         f"record: {Path(cfg.run.out_dir) / cfg.run_name / 'record.json'}"
     )
+
+
+def _preflight(cfg) -> str | None:
+    """The checks that need more than the config's own types: one line naming the key, or None."""
+    from agentbench_af.evaluate.evaluate import eval_seeds
+    from agentbench_af.train.loop import resolve_device
+
+    if not cfg.model.path:
+        from agentbench_af.models.tiny import TINY_SPECS
+
+        if cfg.model.name not in TINY_SPECS:
+            return f"model.name: unknown tiny policy {cfg.model.name!r}; choose one of {list(TINY_SPECS)} or set model.path"
+    if cfg.model.path and cfg.model.path.startswith(("/", ".", "~")) and not Path(cfg.model.path).expanduser().is_dir():
+        return f"model.path: no directory {cfg.model.path}"
+    if cfg.run.init_from and not Path(cfg.run.init_from).is_dir():
+        return f"run.init_from: {cfg.run.init_from} is not a directory"
+    try:
+        resolve_device(cfg)
+        eval_seeds(cfg.env.id, cfg.eval.episodes, cfg.env.overrides)
+    except RuntimeError as exc:
+        return str(exc)
+    except ValueError as exc:
+        return f"eval.episodes: {exc}"
+    return None
 
 
 @app.command("eval")

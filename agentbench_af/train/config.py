@@ -19,6 +19,16 @@ from agentbench_af.train.loss import LossConfig
 BASE_ESTIMATORS = {"ppo": "gae", "grpo": "grpo", "rloo": "rloo", "gigpo": "gigpo-step"}
 
 
+def _check_counts(cfg: Any, section: str, positive: tuple[str, ...] = (), **minimums: int) -> None:
+    """Raise ValueError naming `section.field` for a field below its minimum (or not > 0 for `positive`)."""
+    for name, lo in minimums.items():
+        if getattr(cfg, name) < lo:
+            raise ValueError(f"{section}.{name} must be >= {lo}, got {getattr(cfg, name)!r}")
+    for name in positive:
+        if not getattr(cfg, name) > 0:
+            raise ValueError(f"{section}.{name} must be > 0, got {getattr(cfg, name)!r}")
+
+
 def parse_method(method: str) -> tuple[str, str]:
     """`"grpo+actfocus"` -> `("grpo", "actfocus")`; raises ValueError listing the valid parts."""
     from agentbench_af.credit import TOKEN_WEIGHTINGS
@@ -46,6 +56,9 @@ class ModelConfig:
     tokenizer_episodes: int = 300  # expert episodes whose text trains the tokenizer
     dtype: Literal["auto", "float32", "bfloat16"] = "auto"  # auto: bf16 on GPU, fp32 on CPU
 
+    def __post_init__(self) -> None:
+        _check_counts(self, "model", vocab_size=1, tokenizer_episodes=1)
+
 
 @dataclass(frozen=True)
 class SFTConfig:
@@ -56,6 +69,9 @@ class SFTConfig:
     lr: float = 1e-3
     warmup_steps: int = 10
     episodes: int = 2000  # expert episodes from the training seed range
+
+    def __post_init__(self) -> None:
+        _check_counts(self, "sft", ("lr",), steps=0, batch_size=1, warmup_steps=0, episodes=1)
 
 
 @dataclass(frozen=True)
@@ -69,12 +85,19 @@ class RLConfig:
     minibatches: int = 1  # optimizer steps per epoch
     weight_decay: float = 0.0
 
+    def __post_init__(self) -> None:
+        _check_counts(self, "rl", ("lr", "critic_lr"), steps=0, prompts_per_step=1, warmup_steps=0, epochs=1,
+                      minibatches=1, weight_decay=0)
+
 
 @dataclass(frozen=True)
 class EvalConfig:
     episodes: int = 128  # the first `episodes` seeds of the environment's evaluation range
     temperature: float = 0.0  # 0: greedy
     every: int = 10  # RL steps between evaluations (the curve); the final step is always evaluated
+
+    def __post_init__(self) -> None:
+        _check_counts(self, "eval", episodes=1, temperature=0, every=1)
 
 
 @dataclass(frozen=True)
@@ -88,6 +111,9 @@ class RunConfig:
     rollout_sample_groups: int = 8  # groups per saved sample
     threads: int = 0  # torch threads; 0: all cores
     device: str = "auto"  # auto: cuda when available
+
+    def __post_init__(self) -> None:
+        _check_counts(self, "run", checkpoint_every=1, save_rollouts_every=0, rollout_sample_groups=1, threads=0)
 
 
 @dataclass(frozen=True)

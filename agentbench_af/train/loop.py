@@ -18,7 +18,7 @@ import yaml
 from tqdm.auto import tqdm
 
 import agentbench_af
-from agentbench_af.config import config_hash, to_dict
+from agentbench_af.config import ConfigError, config_hash, from_dict, to_dict
 from agentbench_af.credit import compute_advantages, compute_token_weights
 from agentbench_af.evaluate.evaluate import evaluate_policy
 from agentbench_af.io import append_jsonl, atomic_write_text, read_jsonl, rewrite_jsonl
@@ -93,6 +93,15 @@ def _role_counts(batch) -> dict[str, int]:
     return {ROLE_NAMES[r]: int((roles == r).sum()) for r in ROLE_NAMES if r != 0}
 
 
+def _same_run(saved_config: Path, cfg: TrainConfig) -> bool:
+    """Whether the config saved in a run directory describes the same experiment as `cfg`."""
+    try:
+        saved = from_dict(TrainConfig, yaml.safe_load(saved_config.read_text()))
+    except (OSError, ConfigError, yaml.YAMLError):
+        return False
+    return config_hash(saved) == config_hash(cfg) and saved.run.seed == cfg.run.seed
+
+
 def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True) -> RunRecord:
     """Run (or resume) one training run; returns its record (also written to `<run_dir>/record.json`)."""
     run_dir = Path(cfg.run.out_dir) / cfg.run_name
@@ -100,6 +109,9 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True) ->
         raise FileExistsError(f"{run_dir} already holds a finished run (use another run.name or --resume)")
     if run_dir.exists() and latest_checkpoint(run_dir) is not None and not resume:
         raise FileExistsError(f"{run_dir} holds a checkpoint: pass --resume to continue it")
+    if resume and latest_checkpoint(run_dir) is not None and not _same_run(run_dir / "config.yaml", cfg):
+        raise FileExistsError(f"{run_dir} was started with a different config (its config.yaml): resume it "
+                              "with the same settings, or use another run.name")
     run_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_text(run_dir / "config.yaml", yaml.safe_dump(to_dict(cfg), sort_keys=False))
     if cfg.run.threads > 0:

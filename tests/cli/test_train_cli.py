@@ -1,0 +1,119 @@
+"""`train` and `eval` on the command line: config errors are one line (exit 2) before any work; a tiny
+run, its evaluation, and a killed run continued with `--resume`."""
+
+import json
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from agentbench_af.cli import app
+from agentbench_af.io import read_jsonl
+from agentbench_af.train import loop
+
+torch.set_num_threads(1)
+runner = CliRunner()
+TINY = [
+    "model.tokenizer_episodes=10", "sft.steps=2", "sft.batch_size=8", "sft.episodes=10", "rl.steps=2",
+    "rl.prompts_per_step=2", "rollout.group_size=2", "rollout.max_new_tokens=48", "eval.episodes=2",
+    "run.threads=1", "run.device=cpu", "run.name=run",
+]
+
+BAD = [
+    ("rl.stepz=3", "'rl.stepz'"),
+    ("rl.steps=abc", "rl.steps"),
+    ("method=foo", "method 'foo'"),
+    ("method=grpo+nope", "weighting"),
+    ("env.id=Nope-v0", "Nope-v0"),
+    ("env.overrides={max_turnz: 3}", "max_turnz"),
+    ("loss.clip_eps_low=2", "loss.clip_eps_low"),
+    ("credit.alpha=-1", "credit.alpha"),
+    ("rollout.context_mode=partial", "rollout.context_mode"),
+    ("model.name=tiny-99m", "model.name"),
+    ("model.path=/no/such/model", "model.path"),
+    ("eval.episodes=100000", "eval.episodes"),
+    ("eval.every=0", "eval.every"),
+    ("run.checkpoint_every=0", "run.checkpoint_every"),
+    ("rl.prompts_per_step=0", "rl.prompts_per_step"),
+    ("run.init_from=/no/such/dir", "run.init_from"),
+    ("rl=3", "rl: expected a mapping"),
+    ("no_such_config.yaml", "no_such_config.yaml"),
+]
+if not torch.cuda.is_available():
+    BAD.append(("run.device=cuda", "run.device"))
+
+
+def _train(out, *args):
+    return runner.invoke(app, ["train", *TINY, f"run.out_dir={out}", *args, "--quiet"])
+
+
+def _error_line(res) -> str:
+    lines = [line for line in res.output.splitlines() if line.strip()]
+    assert len(lines) == 1, res.output
+    assert lines[0].startswith("error: ")
+    return lines[0]
+
+
+@pytest.mark.parametrize(("override", "named"), BAD, ids=[b[0] for b in BAD])
+def test_bad_config_is_one_line_before_any_work(tmp_path, override, named):
+    out = tmp_path / "out"
+    args = [override] if override.endswith(".yaml") else [*TINY, f"run.out_dir={out}", override]
+    res = runner.invoke(app, ["train", *args, "--quiet"])
+    assert res.exit_code == 2, res.output
+    assert named in _error_line(res)
+    assert not out.exists()
+
+
+def test_bad_key_in_a_yaml_file(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("rl:\n  steps: 2\n  stepz: 3\n")
+    res = runner.invoke(app, ["train", str(path), f"run.out_dir={tmp_path / 'out'}"])
+    assert res.exit_code == 2 and "rl.stepz" in _error_line(res)
+    path.write_text("rl: [1, 2\n")
+    res = runner.invoke(app, ["train", str(path)])
+    assert res.exit_code == 2 and "not valid YAML" in _error_line(res)
+
+
+def test_train_then_eval(tmp_path):
+    res = _train(tmp_path)
+    assert res.exit_code == 0, res.output
+    run_dir = tmp_path / "run"
+    record = json.loads((run_dir / "record.json").read_text())
+    assert "final-step success" in res.output and record["status"] == "completed"
+    res = runner.invoke(app, ["eval", str(run_dir), "--json", "--episodes", "3"])
+    assert res.exit_code == 0, res.output
+    result = json.loads(res.output)
+    assert result["episodes"] == 3 and 0 <= result["success"] <= 1 and set(result) >= {"valid_rate", "mean_reward"}
+    res = runner.invoke(app, ["eval", str(run_dir)])
+    assert res.exit_code == 0 and "success" in res.output and "over 2 episodes" in res.output
+    res = runner.invoke(app, ["eval", str(tmp_path)])
+    assert res.exit_code == 2 and "not a run directory" in _error_line(res)
+    res = _train(tmp_path)  # the same run again: refused, nothing overwritten
+    assert res.exit_code == 2 and "already holds a finished run" in _error_line(res)
+
+
+def test_resume_continues_a_killed_run(tmp_path, monkeypatch):
+    real, calls = loop.collect_rollouts, []
+
+    def dies_on_step_2(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(loop, "collect_rollouts", dies_on_step_2)
+    res = _train(tmp_path, "run.checkpoint_every=1")
+    assert res.exit_code != 0 and not (tmp_path / "run" / "record.json").exists()
+    monkeypatch.setattr(loop, "collect_rollouts", real)
+    res = _train(tmp_path, "run.checkpoint_every=1")
+    assert res.exit_code == 2 and "--resume" in _error_line(res)
+    res = _train(tmp_path, "run.checkpoint_every=1", "rl.lr=0.5", "--resume")
+    assert res.exit_code == 2 and "different config" in _error_line(res)
+    res = _train(tmp_path, "run.checkpoint_every=1", "--resume")
+    assert res.exit_code == 0, res.output
+    assert [r["step"] for r in read_jsonl(tmp_path / "run" / "metrics.jsonl")] == [0, 1, 2]
+    record = json.loads((tmp_path / "run" / "record.json").read_text())
+    res = _train(tmp_path, "run.checkpoint_every=1", "--resume")  # resuming a finished run changes nothing
+    assert res.exit_code == 0, res.output
+    again = json.loads((tmp_path / "run" / "record.json").read_text())
+    assert again["final_metrics"] == record["final_metrics"] and again["curve"] == record["curve"]
