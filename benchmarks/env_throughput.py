@@ -68,7 +68,7 @@ def pin_one_core() -> str:
 def measure(env_id: str, mode: str, seconds: float, seed: int = 0) -> Measurement:
     """Step one environment with `mode` turns for about `seconds` of wall time."""
     env = agentbench_af.make(env_id)
-    lo = env.variant.train_seeds[0]
+    lo, hi = env.variant.train_seeds
     vocab = action_vocabulary(env, (lo, lo + 1)) if mode == "random" else ()
     rng = random.Random(seed)
     steps = episodes = valid = 0
@@ -78,7 +78,7 @@ def measure(env_id: str, mode: str, seconds: float, seed: int = 0) -> Measuremen
     while time.perf_counter() < deadline:
         if done:
             t0 = time.perf_counter()
-            env.reset(seed=lo + episodes)
+            env.reset(seed=lo + episodes % (hi - lo))  # cycle inside the training range
             t_reset += time.perf_counter() - t0
             episodes += 1
         t0 = time.perf_counter()
