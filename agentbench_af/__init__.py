@@ -1,7 +1,17 @@
 """agentbench-af: multi-turn text environments with delimited action tokens, and a harness that trains
 PPO, GRPO and ActFocus policies on them."""
 
-from agentbench_af.api import ActionOutcome, ExpertTurn, StepInfo, TextEnv, Variant, list_envs, make, register, spec
+from agentbench_af.api import (
+    ActionOutcome,
+    ExpertTurn,
+    StepInfo,
+    TextEnv,
+    Variant,
+    list_envs,
+    make,
+    register,
+    spec,
+)
 
 __version__ = "0.1.0"
 

@@ -10,12 +10,12 @@ planner's next command from the current state. Left out: the hand-coded expert, 
 from __future__ import annotations
 
 import numpy as np
+
+from agentbench_af.api import ActionOutcome, ExpertTurn, TextEnv, Variant
 from agentbench_af.environments.alfworld.game import PddlGame
 from agentbench_af.environments.alfworld.generator import get_game_file
 from agentbench_af.environments.alfworld.official import official_game
 from agentbench_af.environments.alfworld.variants import TASK_TYPES, ALFWorldVariant
-
-from agentbench_af.api import ActionOutcome, ExpertTurn, TextEnv, Variant
 
 _ALL_SALT = 0xA1F0
 

@@ -21,10 +21,11 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from agentbench_af.environments.alfworld.planner import ReducedPlanner, goal_section, reduced_problem
 from textworld import EnvInfos
 from textworld.envs.pddl import PddlEnv
 from textworld.envs.pddl import logic as pddl_logic
+
+from agentbench_af.environments.alfworld.planner import ReducedPlanner, goal_section, reduced_problem
 
 _BANNER = re.compile(r"^-= Welcome to TextWorld, ALFRED! =-\s*")
 _TASK = re.compile(r"Your task is to: (.*)")

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from agentbench_af.environments.alfworld.assets import (
     CAN_HOLD,
     CLEANABLE,

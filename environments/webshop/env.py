@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from agentbench_af.api import ActionOutcome, ExpertTurn, TextEnv, Variant
+from agentbench_af.api.types import StepInfo
 from agentbench_af.environments.webshop import pages
 from agentbench_af.environments.webshop.catalogue import Catalogue, load_catalogue
 from agentbench_af.environments.webshop.expert import plan_turn
@@ -19,9 +21,6 @@ from agentbench_af.environments.webshop.records import Goal, Product
 from agentbench_af.environments.webshop.scoring import score_purchase
 from agentbench_af.environments.webshop.search import SearchEngine, engine_for
 from agentbench_af.environments.webshop.variants import WebShopVariant
-
-from agentbench_af.api import ActionOutcome, ExpertTurn, TextEnv, Variant
-from agentbench_af.api.types import StepInfo
 
 _ACTION_RE = re.compile(r"^(search|click)\s*\[(.*)\]$", re.IGNORECASE | re.DOTALL)
 MAX_QUERY_CHARS = 300

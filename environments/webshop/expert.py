@@ -12,11 +12,10 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from agentbench_af.api import ExpertTurn
 from agentbench_af.environments.webshop import pages
 from agentbench_af.environments.webshop.pages import Session
 from agentbench_af.environments.webshop.records import Goal, Product
-
-from agentbench_af.api import ExpertTurn
 
 if TYPE_CHECKING:
     from agentbench_af.environments.webshop.catalogue import Catalogue

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+
 from agentbench_af.environments.webshop import vocab
 from agentbench_af.environments.webshop.catalogue import SHIPPED_DIR, build_catalogue, option_text
 from agentbench_af.environments.webshop.scoring import fuzzy_match, normalize_color

@@ -20,9 +20,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from agentbench_af.environments.webshop.records import Goal, Product
 from bm25s.stopwords import STOPWORDS_EN
 from rapidfuzz import fuzz, utils
+
+from agentbench_af.environments.webshop.records import Goal, Product
 
 EXACT_MATCH_OPTIONS = frozenset({"size"})
 FUZZY_THRESHOLD = 85

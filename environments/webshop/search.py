@@ -13,6 +13,7 @@ from functools import lru_cache
 
 import bm25s
 import numpy as np
+
 from agentbench_af.environments.webshop.catalogue import Catalogue
 from agentbench_af.environments.webshop.records import Product
 

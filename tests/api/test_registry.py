@@ -2,11 +2,11 @@
 
 import re
 
-import agentbench_af.environments  # noqa: F401  (registers every id, also in Gymnasium)
 import gymnasium as gym
 import pytest
 
 import agentbench_af
+import agentbench_af.environments  # noqa: F401  (registers every id, also in Gymnasium)
 from agentbench_af.api.registry import register
 from agentbench_af.api.types import Variant
 

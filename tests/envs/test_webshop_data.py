@@ -4,6 +4,7 @@ import gzip
 import json
 
 import pytest
+
 from agentbench_af.environments.webshop.catalogue import SHIPPED_DIR, find_file
 from agentbench_af.environments.webshop.generate import generate, write
 from agentbench_af.environments.webshop.scoring import normalize_color

@@ -5,11 +5,11 @@ import time
 from functools import cache
 
 import pytest
-from agentbench_af.environments.webshop.env import WebShopEnv
-from agentbench_af.environments.webshop.variants import EVAL_GOALS, SHIPPED_GOALS
 
 import agentbench_af
 from agentbench_af.api.checker import expert_episode
+from agentbench_af.environments.webshop.env import WebShopEnv
+from agentbench_af.environments.webshop.variants import EVAL_GOALS, SHIPPED_GOALS
 from agentbench_af.formats.parse import format_response
 
 

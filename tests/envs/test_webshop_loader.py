@@ -3,10 +3,10 @@
 from pathlib import Path
 
 import pytest
-from agentbench_af.environments.webshop.catalogue import find_file, load_catalogue
 
 import agentbench_af
 from agentbench_af.api.checker import expert_episode
+from agentbench_af.environments.webshop.catalogue import find_file, load_catalogue
 
 SAMPLE = str(Path(__file__).parent / "webshop_sample")
 

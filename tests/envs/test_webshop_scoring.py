@@ -3,6 +3,7 @@
 from dataclasses import replace
 
 import pytest
+
 from agentbench_af.environments.webshop.records import Goal, Product
 from agentbench_af.environments.webshop.scoring import (
     attribute_matches,
