@@ -1,0 +1,67 @@
+"""The text side of Sudoku: reading placement actions and drawing the board.
+
+Actions: `R,C,N` (optionally in parentheses) or `place N at row R col C` (`column` also accepted),
+1-based, case-insensitive, spaces anywhere between the parts. Only ASCII digits count, so unicode
+digits and noise are unreadable, never misread. Left out: erasing a cell (overwrite it instead) and
+several placements in one action (use `||` between actions).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from operator import itemgetter
+
+from agentbench_af.environments.sudoku.grid import PEERS, SIZE
+
+_NUM = r"([0-9]{1,6})"
+_TRIPLE_RE = re.compile(rf"\s*{_NUM}\s*,\s*{_NUM}\s*,\s*{_NUM}\s*", re.ASCII)
+_PLACE_RE = re.compile(
+    rf"place\s*{_NUM}\s*at\s*row\s*{_NUM}\s*,?\s*col(?:umn)?\s*{_NUM}", re.ASCII | re.IGNORECASE
+)
+
+HEADER = "   1   2     3   4"
+SEPARATOR = "  --------+--------"
+#: the board as one format string: a row index, two tokens, a box bar, two tokens (the last one unpadded)
+_TEMPLATE = "\n".join(
+    [HEADER]
+    + [f"{r} {{}} {{}} | {{}} {{}}" + ("\n" + SEPARATOR if r == 2 else "") for r in range(1, SIZE + 1)]
+)
+_PEER_VALUES = tuple(itemgetter(*peers) for peers in PEERS)  # board -> the digits of a cell's peers
+# tokens by digit (0 = empty); the last column drops the padding a line would end with
+_GIVEN = ("", *(f"[{d}]" for d in range(1, SIZE + 1)))
+_CONFLICT = ("", *(f"*{d}*" for d in range(1, SIZE + 1)))
+_PLACED = (" . ", *(f" {d} " for d in range(1, SIZE + 1)))
+_PLACED_LAST = tuple(t.rstrip() for t in _PLACED)
+
+
+def parse_placement(action: str) -> tuple[int, int, int] | None:
+    """(row, col, number) as written (1-based, not range-checked), or None when unreadable."""
+    inner = action[1:-1] if action.startswith("(") and action.endswith(")") else action
+    m = _TRIPLE_RE.fullmatch(inner)
+    if m:
+        r, c, n = m.groups()
+    else:
+        m = _PLACE_RE.fullmatch(action)
+        if not m:
+            return None
+        n, r, c = m.groups()
+    return int(r), int(c), int(n)
+
+
+def conflicts(board: Sequence[int], i: int, digit: int) -> bool:
+    """Whether `digit` at cell `i` repeats a digit in its row, column or box."""
+    return digit in _PEER_VALUES[i](board)
+
+
+def render_board(board: Sequence[int], given: Sequence[bool]) -> str:
+    """Rows with indices: `[N]` given, `N` placed, `*N*` placed but breaking a rule, `.` empty."""
+    tokens = []
+    for i, d in enumerate(board):
+        if given[i]:
+            tokens.append(_GIVEN[d])
+        elif d and d in _PEER_VALUES[i](board):
+            tokens.append(_CONFLICT[d])
+        else:
+            tokens.append(_PLACED_LAST[d] if i % SIZE == SIZE - 1 else _PLACED[d])
+    return _TEMPLATE.format(*tokens)

@@ -1,0 +1,41 @@
+"""Sudoku 4x4 variants (ids registered on import): difficulty by the number of given cells."""
+
+from dataclasses import dataclass
+
+from agentbench_af.api import Variant, register
+
+CELLS = 16
+MIN_UNIQUE_CLUES = 4  # no 4x4 Sudoku with fewer givens has a unique solution
+
+
+@dataclass(frozen=True)
+class SudokuVariant(Variant):
+    clues: int = 10  # given cells; the other 16 - clues are to be filled
+    correct_reward: float = 1.0  # the first time a cell gets its solution digit
+    conflict_reward: float = -0.1  # a wrong digit that repeats one in its row, column or box (RAGEN)
+    solved_bonus: float = 10.0  # added on the placement that completes the solution
+    max_turns: int = 8
+    max_actions_per_turn: int = 2
+    max_actions_per_episode: int = 16
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not MIN_UNIQUE_CLUES <= self.clues < CELLS:
+            raise ValueError(f"clues must be in [{MIN_UNIQUE_CLUES}, {CELLS - 1}], got {self.clues}")
+        budget = min(self.max_actions_per_episode, self.max_turns * self.max_actions_per_turn)
+        if CELLS - self.clues > budget:
+            raise ValueError(
+                f"{CELLS - self.clues} empty cells do not fit the action budget of {budget} placements"
+            )
+
+
+_ENTRY = "agentbench_af.environments.sudoku.env:SudokuEnv"
+
+VARIANTS: dict[str, tuple[SudokuVariant, str]] = {
+    "Sudoku-4x4-10clues-v0": (SudokuVariant(clues=10), "Random 4x4 Sudoku with 10 givens (paper setting)."),
+    "Sudoku-4x4-8clues-v0": (SudokuVariant(clues=8), "Random 4x4 Sudoku with 8 givens."),
+    "Sudoku-4x4-6clues-v0": (SudokuVariant(clues=6), "Random 4x4 Sudoku with 6 givens (hardest)."),
+}
+
+for _id, (_variant, _desc) in VARIANTS.items():
+    register(_id, _ENTRY, _variant, _desc)
