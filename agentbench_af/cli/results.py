@@ -19,7 +19,7 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
 
 
 def _load(dirs: list[Path]):
-    """Records frame and the success table, or a one-line error."""
+    """Record paths, their frame and the success table, or a one-line error."""
     from agentbench_af.results.collect_records import find_records, records_frame
     from agentbench_af.results.table import build_table
 
@@ -30,10 +30,11 @@ def _load(dirs: list[Path]):
     if not paths:
         raise _fail(f"no record.json found under {', '.join(str(d) for d in dirs)}")
     try:
-        table = build_table(records_frame(paths))
+        frame = records_frame(paths)
+        table = build_table(frame)
     except (ValueError, KeyError, TypeError) as exc:
         raise _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from exc
-    return paths, table
+    return paths, frame, table
 
 
 @app.command("table")
@@ -42,15 +43,22 @@ def table_command(
     out: Path = typer.Option(None, "--out", help="Output folder (default: the first DIR)."),
     fmt: str = typer.Option("all", "--format", help="md, csv, tex or all."),
 ) -> None:
-    """Final-step success table (mean ± SE over seeds) from run records: table.md / .csv / .tex."""
+    """Final-step success table (mean ± SE over seeds) from run records: table.md / .csv / .tex, and the
+    Action Bottleneck table (bottleneck.md / .csv) when records carry a bottleneck field."""
+    from agentbench_af.results import bottleneck_table as bt
     from agentbench_af.results.table import FORMATS, to_markdown, write_table
 
     if fmt not in (*FORMATS, "all"):
         raise _fail(f"--format must be one of {', '.join(FORMATS)}, all; got {fmt!r}")
-    _, table = _load(dirs)
+    _, frame, table = _load(dirs)
     out_dir = out or (dirs[0] if dirs[0].is_dir() else dirs[0].parent)
-    written = write_table(table, out_dir, FORMATS if fmt == "all" else (fmt,))
+    formats = FORMATS if fmt == "all" else (fmt,)
+    written = write_table(table, out_dir, formats)
     typer.echo(to_markdown(table), nl=False)
+    bottleneck = bt.build_bottleneck_table(frame)
+    if bottleneck is not None:
+        written += bt.write_bottleneck_table(bottleneck, out_dir, formats)
+        typer.echo("\n" + bt.to_markdown(bottleneck), nl=False)
     typer.echo(f"\nwrote {', '.join(str(p) for p in written)}")
 
 
@@ -62,7 +70,7 @@ def plot_command(
     """Success curves per environment (curve-<env>.png/svg) and final-step bars (final-success.png/svg)."""
     from agentbench_af.results.plots import curves_frame, plot_curves, plot_final_bars
 
-    paths, table = _load(dirs)
+    paths, _, table = _load(dirs)
     out_dir = out or (dirs[0] if dirs[0].is_dir() else dirs[0].parent)
     written = plot_curves(curves_frame(paths), out_dir) + plot_final_bars(table, out_dir)
     typer.echo(f"wrote {len(written)} files: {', '.join(p.name for p in written)} in {out_dir}")

@@ -10,9 +10,11 @@
     abs_c = token_contributions(batch, "old").abs()         # (B, T) |c| per token (tokens.py)
     write_html(out_dir / "tokens.html", batch, abs_c, token_texts)     # token_texts[b][t] (html.py)
 
-All of it reads a saved `RolloutBatch` (e.g. `results.rollout_store.load_rollouts`); none of it samples
-rollouts or needs a model. The plot functions are imported on first use, so importing this package does
-not load matplotlib or set its backend.
+All of the above reads a `RolloutBatch` (e.g. `results.rollout_store.load_rollouts`) and needs no model.
+Modules imported on their own: `sample` (a policy -> grouped rollouts -> a scored batch), `pipeline` (batches
+-> every file above), `inputs` (what a run directory offers), `snapshot` (the ratio in a run record); the
+`agentbench-af diagnose` command drives them. The plot functions are imported on first use, so importing
+this package does not load matplotlib or set its backend.
 """
 
 from agentbench_af.diagnose.html import render_html, write_html

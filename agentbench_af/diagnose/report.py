@@ -37,17 +37,22 @@ def _corr(x: float | None, n: int) -> str:
     return f"{_num(x)} (n={n})"
 
 
+def undefined_reason(src: SourceStats) -> str | None:
+    """Why the action ratio of `src` is undefined (None when it is defined)."""
+    if src.bottleneck_ratio is not None:
+        return None
+    if src.overall.n_tokens == 0:
+        return "no generated tokens in a group with reward variance"
+    if src.overall.roles["action"].n_tokens == 0:
+        return "no action tokens"
+    return "no energy signal: every c is 0"
+
+
 def verdict(src: SourceStats) -> str:
     """One line: is the action ratio above 1 for this source?"""
     ratio, tok = src.bottleneck_ratio, src.overall.roles["action"].token_share
     if ratio is None:
-        if src.overall.n_tokens == 0:
-            why = "no generated tokens in a group with reward variance"
-        elif src.overall.roles["action"].n_tokens == 0:
-            why = "no action tokens"
-        else:
-            why = "no energy signal: every c is 0"
-        return f"`{src.source}`: action ratio undefined ({why})."
+        return f"`{src.source}`: action ratio undefined ({undefined_reason(src)})."
     action = src.overall.roles["action"]
     label = "> 1 (Action Bottleneck present)" if ratio > 1 else "<= 1 (no Action Bottleneck)"
     null = "" if action.null_ratio is None else f"; null ratio (rewards shuffled in groups) {action.null_ratio:.2f}"

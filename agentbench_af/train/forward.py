@@ -2,13 +2,17 @@
 
 Token-aligned like `RolloutBatch`: position t holds the log-prob of input_ids[:, t] given the tokens
 before it (position 0 holds 0). Logits are divided by the rollout temperature so that the ratio
-pi / pi_old compares the same distributions the tokens were sampled from.
+pi / pi_old compares the same distributions the tokens were sampled from. `score_batch` fills a
+sampled batch's old log-probs (and values, reference log-probs) with this forward pass.
+Left out: recomputing the entropies (the batch keeps the engine's, taken at sampling time).
 """
 
 from __future__ import annotations
 
 import torch
 from torch import nn
+
+from agentbench_af.rollout.batch import RolloutBatch
 
 
 def token_stats(
@@ -46,3 +50,34 @@ def token_stats(
         v = value_head(hidden[:, :-1].float()).squeeze(-1)  # (B, T-1)
         values = torch.nn.functional.pad(v, (1, 0))  # (B, T)
     return logprobs, entropy, values
+
+
+@torch.no_grad()
+def response_logprobs(lm: nn.Module, batch: RolloutBatch, temperature: float,
+                      device: torch.device | str) -> torch.Tensor:
+    """(B, T) log-prob under `lm` of every generated token of `batch` (0 elsewhere), on CPU."""
+    b = batch.to(device)
+    logprobs, _, _ = token_stats(lm, b.input_ids, b.attention_mask, max(temperature, 1e-6), with_entropy=False)
+    return (logprobs * b.response_mask).cpu()  # (B, T)
+
+
+@torch.no_grad()
+def score_batch(
+    lm: nn.Module,
+    batch: RolloutBatch,
+    temperature: float,
+    device: torch.device | str,
+    value_head: nn.Module | None = None,
+    ref_lm: nn.Module | None = None,
+) -> RolloutBatch:
+    """Recompute `batch.old_logprobs` with the training forward pass (the same numerics as the update),
+    and set `values` (with a value head) and `ref_logprobs` (with a reference model); in place, on CPU."""
+    b = batch.to(device)
+    old_lp, _, values = token_stats(lm, b.input_ids, b.attention_mask, max(temperature, 1e-6),
+                                    value_head=value_head, with_entropy=False)  # (B, T), (B, T) or None
+    batch.old_logprobs = (old_lp * b.response_mask).cpu()  # (B, T)
+    if values is not None:
+        batch.values = (values * b.response_mask).cpu()  # (B, T)
+    if ref_lm is not None:
+        batch.ref_logprobs = response_logprobs(ref_lm, batch, temperature, device)  # (B, T)
+    return batch

@@ -2,7 +2,9 @@
 
 Every step reseeds torch and draws its training seeds from (run seed, step), so a run resumed from a
 checkpoint continues exactly as an uninterrupted run would. Checkpoints, metrics and the record are
-written atomically. Left out: multi-GPU data parallelism (one device per run; sweeps parallelise runs).
+written atomically. The record's `bottleneck` holds the Action Bottleneck ratio of the first step's batch
+(warm-start policy, before any update) and of one extra batch sampled after the last update.
+Left out: multi-GPU data parallelism (one device per run; sweeps parallelise runs).
 """
 
 from __future__ import annotations
@@ -20,11 +22,12 @@ from tqdm.auto import tqdm
 import agentbench_af
 from agentbench_af.config import ConfigError, config_hash, from_dict, to_dict
 from agentbench_af.credit import compute_advantages, compute_token_weights
+from agentbench_af.diagnose.snapshot import bottleneck_snapshot, record_bottleneck
 from agentbench_af.evaluate.evaluate import evaluate_policy
 from agentbench_af.io import append_jsonl, atomic_write_text, read_jsonl, rewrite_jsonl
 from agentbench_af.results.record import RunRecord, git_commit, package_versions
 from agentbench_af.results.rollout_store import save_rollouts, select_groups
-from agentbench_af.rollout.batch import ROLE_NAMES
+from agentbench_af.rollout.batch import ROLE_NAMES, RolloutBatch
 from agentbench_af.rollout.collect import collect_rollouts
 from agentbench_af.rollout.engine import TransformersEngine
 from agentbench_af.rollout.to_batch import trajectories_to_batch
@@ -36,7 +39,7 @@ from agentbench_af.train.checkpoint import (
     save_checkpoint,
 )
 from agentbench_af.train.config import TrainConfig
-from agentbench_af.train.forward import token_stats
+from agentbench_af.train.forward import score_batch
 from agentbench_af.train.policy import Policy, build_policy
 from agentbench_af.train.sft import sft_warm_start, training_seeds, warmup_lambda
 from agentbench_af.train.update import UpdateInputs, ppo_update
@@ -138,6 +141,14 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True) ->
                                     cfg.eval.temperature, cfg.rollout, cfg.env.overrides)
         return {"step": step, **result.to_dict()}
 
+    def collect(step: int) -> tuple[RolloutBatch, list]:
+        """The rollouts of step `step` (seeded by run seed and step), before scoring."""
+        torch.manual_seed(step_seed(cfg.run.seed, step, 0))
+        seeds = training_seeds(env, cfg.rl.prompts_per_step, np.random.default_rng(step_seed(cfg.run.seed, step, 2)))
+        trajs = collect_rollouts(engine, policy.tokenizer, policy.chat, cfg.env.id, seeds, cfg.rollout,
+                                 cfg.credit.format_role, cfg.env.overrides)
+        return trajectories_to_batch(trajs, cfg.rollout.context_mode, policy.pad_token_id), trajs
+
     start, extra = 0, {"curve": [], "tokens_by_role": {}, "wall_time_s": 0.0, "warm_start_success": None}
     ckpt = latest_checkpoint(run_dir) if resume else None
     if ckpt is not None:
@@ -163,24 +174,12 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True) ->
                initial=start, total=cfg.rl.steps)
     for step in bar:
         t0 = time.time()
-        torch.manual_seed(step_seed(cfg.run.seed, step, 0))
-        seeds = training_seeds(env, cfg.rl.prompts_per_step, np.random.default_rng(step_seed(cfg.run.seed, step, 2)))
-        trajs = collect_rollouts(engine, policy.tokenizer, policy.chat, cfg.env.id, seeds, cfg.rollout,
-                                 cfg.credit.format_role, cfg.env.overrides)
-        batch = trajectories_to_batch(trajs, cfg.rollout.context_mode, policy.pad_token_id)
+        batch, trajs = collect(step)
         t_rollout = time.time() - t0
         # recompute old log-probs with the training forward pass (same numerics as the update)
-        with torch.no_grad():
-            b = batch.to(device)
-            old_lp, _, values = token_stats(policy.lm, b.input_ids, b.attention_mask, max(cfg.rollout.temperature, 1e-6),
-                                            value_head=value_head, with_entropy=False)
-            batch.old_logprobs = (old_lp * b.response_mask).cpu()
-            if values is not None:
-                batch.values = (values * b.response_mask).cpu()
-            if ref_lm is not None:
-                ref_lp, _, _ = token_stats(ref_lm, b.input_ids, b.attention_mask, max(cfg.rollout.temperature, 1e-6),
-                                           with_entropy=False)
-                batch.ref_logprobs = (ref_lp * b.response_mask).cpu()
+        score_batch(policy.lm, batch, cfg.rollout.temperature, device, value_head, ref_lm)
+        if step == 0:  # the warm-start policy's batch, before any update (kept in checkpoints)
+            extra["bottleneck_warm_start"] = bottleneck_snapshot(batch, 0).to_dict()
         advantage = compute_advantages(batch, cfg.credit)
         weights = compute_token_weights(batch, cfg.credit)
         gen = torch.Generator().manual_seed(step_seed(cfg.run.seed, step, 1))
@@ -219,6 +218,10 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True) ->
             save_checkpoint(run_dir, TrainState(done, model_state, optimizer.state_dict(), scheduler.state_dict(), extra))
     bar.close()
 
+    # one more batch with the same recipe (the one a step cfg.rl.steps + 1 would sample) for the final ratio
+    final_batch, _ = collect(cfg.rl.steps)
+    score_batch(policy.lm, final_batch, cfg.rollout.temperature, device)
+    bottleneck = record_bottleneck(extra.get("bottleneck_warm_start"), bottleneck_snapshot(final_batch, cfg.rl.steps))
     final = extra["curve"][-1] if extra["curve"] else evaluate(cfg.rl.steps)
     policy.save(run_dir / "final_policy")
     record = RunRecord(
@@ -227,7 +230,7 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True) ->
         protocol=protocol(cfg, env), final_success=final["success"],
         final_metrics={k: v for k, v in final.items() if k != "step"}, warm_start_success=extra["warm_start_success"],
         curve=extra["curve"], tokens_by_role=extra["tokens_by_role"],
-        wall_time_s=extra["wall_time_s"],
+        wall_time_s=extra["wall_time_s"], bottleneck=bottleneck,
         git_commit=git_commit(), versions=package_versions(),
     )
     record.save(run_dir)

@@ -10,12 +10,12 @@ PROTOCOL = {"eval_episodes": 8, "eval_temperature": 0.0, "eval_seeds": [10000, 1
 
 def write_record(root: Path, env: str, method: str, seed: int, success: float | None, config_hash: str = "c0ffee000001",
                  model: str = "tiny-0.2m", params: int = 200_000, status: str = "completed",
-                 error: str | None = None) -> Path:
+                 error: str | None = None, bottleneck: dict | None = None) -> Path:
     """A hand-made record.json (what `train` writes) in its own run directory."""
     curve = [{"step": 0, "success": 0.125}, {"step": 5, "success": 0.25}]
     if success is not None:
         curve.append({"step": 10, "success": success})
     record = RunRecord(env_id=env, method=method, model=model, model_params=params, seed=seed, config_hash=config_hash,
                        config={}, protocol=PROTOCOL, final_success=success, warm_start_success=0.125, curve=curve,
-                       status=status, error=error)
+                       status=status, error=error, bottleneck=bottleneck)
     return record.save(root / f"{env}-{method}-{model}-{config_hash}-s{seed}")

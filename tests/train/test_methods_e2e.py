@@ -7,8 +7,10 @@ import math
 import pytest
 from train_helpers import FROZENLAKE, REGISTERED_PAPER_ENVS, tiny_config
 
+from agentbench_af.diagnose.snapshot import bottleneck_snapshot
 from agentbench_af.io import read_jsonl
 from agentbench_af.results.record import RunRecord
+from agentbench_af.results.rollout_store import load_rollouts
 from agentbench_af.train.config import parse_method
 from agentbench_af.train.loop import train
 
@@ -45,3 +47,29 @@ def test_method_runs_two_steps(tmp_path, warm_start, env_id, method):
     assert (run_dir / "checkpoints" / "ckpt-000002.pt").exists()
     if method.startswith("ppo"):  # GAE always has non-zero advantages (returns - values): a real update
         assert all(r["grad_norm"] > 0 for r in rows[1:])
+    _check_bottleneck(data["bottleneck"], final_step=2)
+
+
+def _check_bottleneck(field, final_step):
+    """Warm start (step 0) and final snapshots, a ratio or None with its reason for `old` and `entropy`."""
+    assert field["sources"] == ["old", "entropy"]
+    for when, step in (("warm_start", 0), ("final", final_step)):
+        snap = field[when]
+        assert snap["step"] == step and snap["n_generated_tokens"] > 0
+        assert 0 <= snap["n_groups_used"] <= snap["n_groups"] == 2
+        for s in snap["sources"].values():
+            assert (s["ratio"] is None) == (s["reason"] is not None)
+            if snap["n_groups_used"] == 0:
+                assert s["reason"] == "no group with reward variance (2 groups)"
+            elif s["ratio"] is not None:
+                assert math.isclose(s["ratio"], s["action_signal_share"] / s["action_token_share"])
+
+
+def test_warm_start_bottleneck_is_the_first_batch(tmp_path, warm_start):
+    """The record's warm-start figure is the diagnostic of step 1's batch (saved: every group of it)."""
+    cfg = tiny_config(tmp_path, method="grpo", run__init_from=str(warm_start), run__save_rollouts_every=1,
+                      rl__prompts_per_step=4, rollout__group_size=4)
+    record = train(cfg, show_progress=False)
+    _, first = load_rollouts(tmp_path / cfg.run_name / "rollouts" / "step-000001.pt")
+    assert record.bottleneck["warm_start"] == bottleneck_snapshot(first, 0).to_dict()
+    assert record.bottleneck["final"]["step"] == 2 and record.bottleneck["final"]["n_groups"] == 4

@@ -37,7 +37,8 @@ def _outcome(run_dir):
     record = json.loads((run_dir / "record.json").read_text())
     rows = [{k: v for k, v in r.items() if k not in VOLATILE} for r in read_jsonl(run_dir / "metrics.jsonl")]
     params = load_file(str(run_dir / "final_policy" / "model.safetensors"))
-    keep = ("final_success", "final_metrics", "curve", "tokens_by_role", "warm_start_success", "config_hash")
+    keep = ("final_success", "final_metrics", "curve", "tokens_by_role", "warm_start_success", "config_hash",
+            "bottleneck")
     return {k: record[k] for k in keep}, rows, params
 
 

@@ -1,0 +1,199 @@
+"""`agentbench-af diagnose RUN_DIR` and `agentbench-af diagnose --model PATH --env ID`: the Action Bottleneck.
+
+A run directory is read from its saved rollout samples (`rollouts/step-*.pt`, every step; the report is
+the last one's); without them (or with `--fresh`) grouped rollouts are sampled from its final_policy. A
+model directory (a run's final_policy / warm_start, or a Hugging Face model) is always sampled. The work
+is in `agentbench_af.diagnose` (sample.py, pipeline.py, inputs.py); this file parses and prints.
+Left out: several runs at once (run the command per run; `agentbench-af table` compares records).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import typer
+
+from agentbench_af.cli.app import app
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code)
+
+
+def _device(name: str):
+    import torch
+
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise _fail(f"--device {name}: no CUDA device is available")
+    return torch.device(name)
+
+
+def _load_model(path: Path, device, what: str):
+    from agentbench_af.diagnose.inputs import is_model_dir
+    from agentbench_af.train.policy import Policy
+
+    if not path.is_dir():
+        raise _fail(f"{what}: no such directory {path}")
+    if not is_model_dir(path):
+        raise _fail(f"{what}: {path} is not a policy or Hugging Face model directory (no policy.json / config.json)")
+    try:
+        return Policy.load(path, device)
+    except (OSError, ValueError) as exc:
+        raise _fail(f"{what}: cannot load {path}: {str(exc).splitlines()[0]}") from exc
+
+
+def _ref_model(ref: Path | None, tokenizer, device):
+    if ref is None:
+        return None
+    ref_policy = _load_model(ref, device, "--ref")
+    if tokenizer is not None and ref_policy.tokenizer.get_vocab() != tokenizer.get_vocab():
+        raise _fail(f"--ref: {ref} has another tokenizer than the policy; the energies must score the same ids")
+    return ref_policy.lm.eval()
+
+
+def _print_summary(stats, head: str) -> None:
+    from agentbench_af.diagnose.report import undefined_reason, verdict
+
+    typer.echo(f"{head}: {stats.n_groups_used}/{stats.n_groups} groups with reward variance, "
+               f"{stats.n_generated_tokens} generated tokens")
+    for name, src in stats.sources.items():
+        action = src.overall.roles["action"]
+        if src.bottleneck_ratio is None:
+            typer.echo(f"  {name:<8} action ratio undefined ({undefined_reason(src)})")
+            continue
+        null = "" if action.null_ratio is None else f" (null {action.null_ratio:.2f})"
+        typer.echo(f"  {name:<8} action ratio {src.bottleneck_ratio:.2f}{null}: action {100 * action.token_share:.1f}% "
+                   f"of tokens, {100 * action.signal_share:.1f}% of signal")
+    if stats.sources:
+        typer.echo(f"verdict: {verdict(next(iter(stats.sources.values())))}")
+
+
+@app.command("diagnose")
+def diagnose_command(
+    run_dir: Path = typer.Argument(None, help="A run directory written by `train`."),
+    model: Path = typer.Option(None, "--model", help="A policy directory (a run's final_policy or warm_start) "
+                               "or a Hugging Face model directory; sampled on --env."),
+    env: str = typer.Option(None, "--env", help="Environment id for --model (default: the run's, for a run's policy)."),
+    prompts: int = typer.Option(32, "--prompts", help="Groups (seeds of the training range) to sample."),
+    group: int = typer.Option(None, "--group", help="Rollouts per group (default: the run's group size, else 8)."),
+    temperature: float = typer.Option(None, "--temperature", help="Sampling temperature (default: the run's, else 1)."),
+    ref: Path = typer.Option(None, "--ref", help="A reference model directory: adds the `ref` energy."),
+    out: Path = typer.Option(None, "--out", help="Output folder (default: RUN_DIR/diagnose or ./diagnose-<env>)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the sampled seeds and of sampling."),
+    fresh: bool = typer.Option(False, "--fresh", help="Sample from RUN_DIR's final_policy even if it saved rollouts."),
+    device: str = typer.Option("auto", "--device", help="cpu, cuda or auto."),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
+) -> None:
+    """Action Bottleneck diagnostic: bottleneck.json/.md, plots and tokens.html; prints the ratio per energy."""
+    if (run_dir is None) == (model is None):
+        raise _fail("give either RUN_DIR or --model PATH (with --env ID)")
+    if run_dir is not None and env is not None:
+        raise _fail("--env goes with --model; a run directory is diagnosed on its own environment")
+    from agentbench_af.diagnose import inputs
+
+    torch_device = _device(device)
+    if run_dir is not None:
+        try:
+            cfg = inputs.run_config(run_dir)
+        except ValueError as exc:
+            raise _fail(str(exc)) from exc
+        saved = [] if fresh else inputs.saved_rollout_paths(run_dir)
+        if saved:
+            if prompts != 32 or group is not None or temperature is not None or seed != 0:
+                typer.echo("note: --prompts/--group/--temperature/--seed apply to sampling; reading the run's saved "
+                           "rollouts (add --fresh to sample from its final_policy)", err=True)
+            _diagnose_saved(run_dir, cfg, saved, out or run_dir / "diagnose", ref, torch_device)
+            return
+        if not inputs.is_model_dir(run_dir / "final_policy"):
+            why = "no final_policy" if fresh else "no saved rollouts (rollouts/step-*.pt) and no final_policy"
+            raise _fail(f"{run_dir} has {why}: is the run finished? (try `train --resume`)")
+        model, step, out = run_dir / "final_policy", cfg.rl.steps, out or run_dir / "diagnose"
+    else:
+        if not model.is_dir():
+            raise _fail(f"--model: no such directory {model}")
+        try:
+            cfg = inputs.config_near_policy(model)
+        except ValueError as exc:
+            raise _fail(str(exc)) from exc
+        step = {"warm_start": 0, "final_policy": cfg.rl.steps}.get(model.name) if cfg is not None else None
+        if env is None and cfg is None:
+            raise _fail("--env ID is required with --model (see `agentbench-af envs`)")
+        if cfg is not None and env is not None and env != cfg.env.id:
+            cfg, step = None, None  # another env than the run's: none of its settings apply
+    _diagnose_sampled(model, env or cfg.env.id, cfg, step, prompts, group, temperature, ref, out, seed,
+                      torch_device, quiet)
+
+
+def _diagnose_saved(run_dir: Path, cfg, paths: list[Path], out: Path, ref: Path | None, device) -> None:
+    from agentbench_af.diagnose import inputs
+    from agentbench_af.diagnose.pipeline import diagnose_batches
+    from agentbench_af.diagnose.sample import add_ref_logprobs
+    from agentbench_af.results.rollout_store import load_rollouts
+
+    policy_dir = inputs.run_policy_dir(run_dir, cfg)
+    tokenizer = inputs.load_tokenizer(policy_dir) if policy_dir is not None else None
+    if tokenizer is None:
+        typer.echo(f"note: no policy folder in {run_dir}: the token page shows token ids", err=True)
+    ref_lm = _ref_model(ref, tokenizer, device)
+    prepare = None if ref_lm is None else (lambda b: add_ref_logprobs(b, ref_lm, cfg.rollout.temperature, device))
+    meta = {"run": run_dir.name, "env": cfg.env.id, "method": cfg.method, "ref": ref.name if ref else None,
+            "source": "saved rollouts", "steps": len(paths)}
+    try:
+        result = diagnose_batches((load_rollouts(p) for p in paths), out,
+                                  inputs.token_texts(tokenizer) if tokenizer is not None else inputs.id_texts,
+                                  meta=meta, title=f"{cfg.env.id} {cfg.method} ({run_dir.name})", prepare=prepare)
+    except ValueError as exc:
+        raise _fail(str(exc).splitlines()[0]) from exc
+    steps = [s for s, _ in result.history]
+    _print_summary(result.stats, f"{cfg.env.id} {cfg.method}, saved rollouts of step {result.step} "
+                                 f"({len(steps)} saved step{'s' if len(steps) != 1 else ''})")
+    if len(steps) >= 2:
+        typer.echo("action ratio (`old`) by step: " + ", ".join(
+            f"{s} {st.sources['old'].bottleneck_ratio:.2f}" if st.sources["old"].bottleneck_ratio is not None else f"{s} –"
+            for s, st in result.history))
+    typer.echo(f"wrote {len(result.written)} files in {out}")
+
+
+def _diagnose_sampled(model: Path, env_id: str, cfg, step: int | None, prompts: int, group: int | None,
+                      temperature: float | None, ref: Path | None, out: Path | None, seed: int, device,
+                      quiet: bool) -> None:
+    from tqdm.auto import tqdm
+
+    import agentbench_af
+    from agentbench_af.diagnose import inputs
+    from agentbench_af.diagnose.pipeline import diagnose_batches
+    from agentbench_af.diagnose.sample import SampleSpec, sample_batch
+    from agentbench_af.rollout.types import RolloutConfig
+
+    env_kwargs = dict(cfg.env.overrides) if cfg is not None else {}
+    try:
+        agentbench_af.make(env_id, **env_kwargs)
+    except (KeyError, TypeError, ValueError, ImportError) as exc:
+        raise _fail(f"--env: {exc.args[0] if exc.args else exc}") from exc
+    rollout = cfg.rollout if cfg is not None else RolloutConfig()
+    try:
+        rollout = dataclasses.replace(rollout, group_size=group or rollout.group_size,
+                                      temperature=rollout.temperature if temperature is None else temperature)
+        spec = SampleSpec(env_id, prompts, rollout, cfg.credit.format_role if cfg is not None else "reasoning",
+                          env_kwargs, seed)
+    except ValueError as exc:
+        raise _fail(str(exc)) from exc
+    policy = _load_model(model, device, "--model")
+    ref_lm = _ref_model(ref, policy.tokenizer, device)
+    bar = tqdm(desc=f"sampling {env_id} ({prompts} x {rollout.group_size})", unit="turn", disable=quiet, leave=False)
+    batch = sample_batch(policy, spec, device, ref_lm, progress=bar.update)
+    bar.close()
+    out = out or Path(f"diagnose-{env_id}")
+    meta = {"model": model.name if cfg is not None else str(model), "env": env_id, "prompts": prompts,
+            "group": rollout.group_size, "temperature": rollout.temperature, "seed": seed,
+            "ref": ref.name if ref else None, "source": "sampled"}
+    label = f"{model.parent.name}/{model.name}" if cfg is not None else model.name
+    result = diagnose_batches([(step, batch)], out, inputs.token_texts(policy.tokenizer), meta=meta,
+                              title=f"{env_id} {label}")
+    _print_summary(result.stats, f"{env_id} {label}, {prompts} groups x {rollout.group_size} rollouts "
+                                 f"at temperature {rollout.temperature:g}")
+    typer.echo(f"wrote {len(result.written)} files in {out}")

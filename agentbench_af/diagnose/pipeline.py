@@ -1,0 +1,73 @@
+"""From rollout batches to the diagnostic's files: the report, the plots and the token page.
+
+    d = diagnose_batches([(step, batch), ...], out_dir, texts, meta={"env": ...}, title="FrozenLake-4x4-v0")
+    d.stats.sources["old"].bottleneck_ratio; d.written      # the last batch's stats; the files
+Files in out_dir: bottleneck.json / bottleneck.md (the last batch; its meta lists the ratio per step),
+bottleneck-shares and bottleneck-energy (.png/.svg), bottleneck-ratio (.png/.svg, only with two or more
+steps) and tokens.html (the last batch, shaded by |c| of the `old` energy). Batches may be given lazily
+(an iterator): only the last one is kept. Left out: pooling several steps into one set of numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentbench_af.diagnose import plots
+from agentbench_af.diagnose.html import TokenTexts, write_html
+from agentbench_af.diagnose.report import write_report
+from agentbench_af.diagnose.stats import BottleneckStats, compute_bottleneck
+from agentbench_af.diagnose.tokens import token_contributions
+from agentbench_af.rollout.batch import RolloutBatch
+
+PAGE_SOURCE = "old"  # the energy whose |c| shades the token page
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    step: int | None  # the step of the batch the report describes (None: not from a training run)
+    stats: BottleneckStats
+    history: list[tuple[int, BottleneckStats]]  # every step's stats, in order (empty without steps)
+    written: list[Path]
+
+
+def _ratio_rows(history: list[tuple[int, BottleneckStats]]) -> list[dict[str, Any]]:
+    return [{"step": step, **{name: src.bottleneck_ratio for name, src in st.sources.items()}} for step, st in history]
+
+
+def write_outputs(out_dir: Path, batch: RolloutBatch, stats: BottleneckStats, texts: TokenTexts, *,
+                  step: int | None, meta: dict[str, Any], history: list[tuple[int, BottleneckStats]],
+                  title: str, max_groups: int = 8) -> list[Path]:
+    """Report, plots and token page of one batch (and the ratio plot of `history` when it has >= 2 steps)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = list(write_report(stats, out_dir, step=step, meta=meta, title=f"Action Bottleneck: {title}").values())
+    written += plots.plot_shares(stats, out_dir, title=title)
+    written += plots.plot_energy(batch, out_dir, sources=list(stats.sources))
+    if len(history) >= 2:
+        written += plots.plot_ratio_over_steps(history, out_dir, title=title)
+    abs_c = token_contributions(batch, PAGE_SOURCE).abs()  # (B, T)
+    written.append(write_html(out_dir / "tokens.html", batch, abs_c, texts, source=PAGE_SOURCE,
+                              title=f"Action Bottleneck tokens: {title}", max_groups=max_groups))
+    return written
+
+
+def diagnose_batches(batches: Iterable[tuple[int | None, RolloutBatch]], out_dir: Path, texts: TokenTexts, *,
+                     meta: dict[str, Any], title: str, null_permutations: int = 16, seed: int = 0,
+                     prepare: Callable[[RolloutBatch], RolloutBatch] | None = None) -> Diagnosis:
+    """Stats of every batch (after `prepare`, e.g. adding reference log-probs); the files of the last."""
+    history: list[tuple[int, BottleneckStats]] = []
+    last: tuple[int | None, RolloutBatch, BottleneckStats] | None = None
+    for step, batch in batches:
+        batch = prepare(batch) if prepare is not None else batch
+        stats = compute_bottleneck(batch, null_permutations=null_permutations, seed=seed)
+        if step is not None:
+            history.append((step, stats))
+        last = (step, batch, stats)
+    if last is None:
+        raise ValueError("no rollout batch to diagnose")
+    step, batch, stats = last
+    meta = {**meta, "ratio_by_step": _ratio_rows(history)} if history else meta
+    written = write_outputs(out_dir, batch, stats, texts, step=step, meta=meta, history=history, title=title)
+    return Diagnosis(step, stats, history, written)

@@ -1,0 +1,70 @@
+"""Sample grouped rollouts from a policy into a scored `RolloutBatch` for the diagnostic.
+
+    spec = SampleSpec("FrozenLake-4x4-v0", prompts=32, rollout=RolloutConfig(group_size=8), seed=0)
+    batch = sample_batch(policy, spec, device="cpu", ref_lm=None, progress=bar.update)
+
+`prompts` distinct seeds of the environment's training range (drawn with `seed`), `rollout.group_size`
+rollouts each, through the training code path: `collect_rollouts`, `trajectories_to_batch`, then old
+log-probs recomputed by the training forward pass (`train.forward.score_batch`); entropies are the
+engine's, taken while sampling. So the batch is what a training step at this policy would see. torch is
+seeded with `seed`: a call repeats on one machine. Left out: value estimates (no critic is involved).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+import agentbench_af
+from agentbench_af.rollout.batch import RolloutBatch
+from agentbench_af.rollout.collect import collect_rollouts
+from agentbench_af.rollout.engine import TransformersEngine
+from agentbench_af.rollout.to_batch import trajectories_to_batch
+from agentbench_af.rollout.types import RolloutConfig
+from agentbench_af.train.forward import response_logprobs, score_batch
+from agentbench_af.train.policy import Policy
+from agentbench_af.train.sft import training_seeds
+
+
+@dataclass(frozen=True)
+class SampleSpec:
+    env_id: str
+    prompts: int = 32  # groups: distinct seeds of the training range
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)  # group_size, temperature, limits
+    format_role: str = "reasoning"  # where format tokens are counted (credit.format_role of a run)
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.prompts < 1:
+            raise ValueError(f"prompts must be >= 1, got {self.prompts}")
+        if self.rollout.group_size < 2:
+            raise ValueError(f"group size must be >= 2 (rewards must be able to vary), got {self.rollout.group_size}")
+        if self.rollout.temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {self.rollout.temperature}")
+
+
+def sample_batch(policy: Policy, spec: SampleSpec, device: torch.device | str = "cpu",
+                 ref_lm: nn.Module | None = None, progress: Callable[[int], None] | None = None) -> RolloutBatch:
+    """Grouped rollouts of `policy` (already on `device`), with old log-probs, entropies and, given
+    `ref_lm`, reference log-probs. `progress(n)` is called after each turn with the turns just taken."""
+    env = agentbench_af.make(spec.env_id, **spec.env_kwargs)
+    seeds = training_seeds(env, spec.prompts, np.random.default_rng(spec.seed))
+    torch.manual_seed(spec.seed)
+    engine = TransformersEngine(policy.lm, policy.pad_token_id, spec.rollout.max_batch_size)
+    trajs = collect_rollouts(engine, policy.tokenizer, policy.chat, spec.env_id, seeds, spec.rollout,
+                             spec.format_role, spec.env_kwargs, progress)
+    batch = trajectories_to_batch(trajs, spec.rollout.context_mode, policy.pad_token_id)
+    return score_batch(policy.lm, batch, spec.rollout.temperature, device, ref_lm=ref_lm)
+
+
+def add_ref_logprobs(batch: RolloutBatch, ref_lm: nn.Module, temperature: float,
+                     device: torch.device | str = "cpu") -> RolloutBatch:
+    """Set `batch.ref_logprobs` (B, T) under `ref_lm` (e.g. for saved rollouts); other fields unchanged."""
+    batch.ref_logprobs = response_logprobs(ref_lm, batch, temperature, device)  # (B, T)
+    return batch
