@@ -1,4 +1,5 @@
-"""Maps the top-level `environments/` folder to the `agentbench_af.environments` package.
+"""Maps the top-level `environments/` and `baselines/` folders to `agentbench_af.environments` and
+`agentbench_af.baselines`, so `pip install .` (not only `-e`) carries the environments and the recipes.
 
 Everything else lives in pyproject.toml; this file only lists packages, which pyproject cannot do
 for a remapped folder.
@@ -10,7 +11,11 @@ ENV_PACKAGES = ["agentbench_af.environments"] + [
     f"agentbench_af.environments.{name}" for name in find_packages("environments")
 ]
 
+BASELINE_PACKAGES = ["agentbench_af.baselines"] + [
+    f"agentbench_af.baselines.{name}" for name in find_packages("baselines")
+]
+
 setup(
-    packages=find_packages(include=["agentbench_af", "agentbench_af.*"]) + ENV_PACKAGES,
-    package_dir={"agentbench_af.environments": "environments"},
+    packages=find_packages(include=["agentbench_af", "agentbench_af.*"]) + ENV_PACKAGES + BASELINE_PACKAGES,
+    package_dir={"agentbench_af.environments": "environments", "agentbench_af.baselines": "baselines"},
 )

@@ -1,0 +1,70 @@
+"""`agentbench-af reproduce --preset NAME`: run a preset sweep, then write its leaderboard (the README's main job).
+
+Presets live in `baselines/presets/` (`agentbench-af reproduce --list`). Left out: editing a preset
+from the command line (copy its YAML, edit it, pass the path as --preset).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import typer
+
+from agentbench_af.cli.app import app
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code)
+
+
+@app.command("reproduce")
+def reproduce_command(
+    preset: str = typer.Option("cpu-quick", "--preset", help="A preset name (see --list) or a sweep spec YAML path."),
+    out: Path = typer.Option(None, "--out", help="Leaderboard folder (default: leaderboards/<preset>)."),
+    work_dir: Path = typer.Option(None, "--work-dir", help="Checkpoints and policies (default: runs/reproduce/<preset>)."),
+    model_dir: Path = typer.Option(None, "--model-dir", help="Folder with one sub-folder per Hugging Face model (paper preset)."),
+    backend: str = typer.Option("local", help="local (process pool), ray, or serial."),
+    workers: int = typer.Option(None, help="Parallel runs (default: cores // threads per run)."),
+    list_presets: bool = typer.Option(False, "--list", help="List the presets and exit."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Say what would run, run nothing."),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress bars."),
+) -> None:
+    """Run a preset (warm starts, then every method from the same warm start) and write table and plots."""
+    from agentbench_af.config import ConfigError
+    from agentbench_af.sweep import SweepError
+    from agentbench_af.sweep.reproduce import (
+        ReproduceConfig,
+        ReproduceError,
+        describe,
+        preset_names,
+        reproduce,
+    )
+
+    if list_presets:
+        typer.echo("\n".join(preset_names()))
+        return
+    if backend not in ("local", "ray", "serial"):
+        raise _fail(f"--backend must be local, ray or serial, got {backend!r}")
+    cfg = ReproduceConfig(preset=preset, out_dir=out, work_dir=work_dir, backend=backend,  # type: ignore[arg-type]
+                          workers=workers, model_dir=model_dir)
+    start = time.time()
+    try:
+        typer.echo(describe(cfg))
+        if dry_run:
+            return
+        outcomes = reproduce(cfg, show_progress=not quiet)
+    except (ReproduceError, SweepError, ConfigError) as exc:
+        raise _fail(str(exc)) from exc
+    from agentbench_af.cli.results import plot_command, table_command
+
+    failed = [o for o in outcomes if o.status == "failed"]
+    if len(failed) == len(outcomes):
+        raise _fail(f"all {len(outcomes)} runs failed, e.g. {failed[0].name}: {failed[0].error}", 1)
+    table_command([cfg.leaderboard], out=None, fmt="all")
+    plot_command([cfg.leaderboard], out=None)
+    typer.echo(f"preset {cfg.name}: {len(outcomes)} runs ({len(failed)} failed) in {(time.time() - start) / 60:.1f} min; "
+               f"leaderboard in {cfg.leaderboard}")
+    if failed:
+        raise typer.Exit(1)

@@ -1,0 +1,147 @@
+"""`reproduce`: run a named preset (a sweep spec shipped in `baselines/presets/`) and publish a leaderboard.
+
+The work (checkpoints, policies, shared warm starts) goes to `runs/reproduce/<preset>/`, which is never
+committed; the leaderboard folder (default `leaderboards/<preset>/`) receives only each run's
+`record.json` (as `runs/<run name>/record.json`), then the tables and plots generated from those
+records exactly as `agentbench-af table` and `agentbench-af plot` generate them. Re-running skips the
+finished runs (sweep config hashes) and resumes killed ones.
+
+The `paper` preset names Hugging Face models (Qwen2.5-Instruct sizes) that are looked up under
+`--model-dir`; it refuses to start, with one line saying what is missing, when a model directory, its
+weights or a CUDA device are absent. Left out: choosing a subset of a preset (write a spec and use
+`agentbench-af sweep`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from agentbench_af.models.tiny import TINY_SPECS
+from agentbench_af.sweep.runner import Backend, RunOutcome, plan_sweep, run_sweep
+from agentbench_af.sweep.spec import GridSpec, SweepSpec, load_sweep_spec
+
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
+
+
+class ReproduceError(RuntimeError):
+    """The preset cannot start here (unknown name, missing weights, no GPU); one-line message."""
+
+
+@dataclass(frozen=True)
+class ReproduceConfig:
+    preset: str  # a name in `preset_names()` or a path to a sweep spec YAML
+    out_dir: Path | None = None  # leaderboard folder; default leaderboards/<preset>
+    work_dir: Path | None = None  # checkpoints and policies; default runs/reproduce/<preset>
+    backend: Backend = "local"
+    workers: int | None = None
+    model_dir: Path | None = None  # where the Hugging Face models of the `paper` preset live
+
+    @property
+    def name(self) -> str:
+        return Path(self.preset).stem if self.preset.endswith((".yaml", ".yml")) else self.preset
+
+    @property
+    def leaderboard(self) -> Path:
+        return self.out_dir or Path("leaderboards") / self.name
+
+    @property
+    def work(self) -> Path:
+        return self.work_dir or Path("runs") / "reproduce" / self.name
+
+
+def presets_dir() -> Path:
+    return Path(str(resources.files("agentbench_af.baselines") / "presets"))
+
+
+def preset_names() -> list[str]:
+    return sorted(p.stem for p in presets_dir().glob("*.yaml"))
+
+
+def preset_path(preset: str) -> Path:
+    """The spec file of a preset name (or `preset` itself when it is a YAML path)."""
+    if preset.endswith((".yaml", ".yml")):
+        path = Path(preset)
+        if not path.is_file():
+            raise ReproduceError(f"no preset file {path}")
+        return path
+    path = presets_dir() / f"{preset}.yaml"
+    if not path.is_file():
+        raise ReproduceError(f"unknown preset {preset!r}; choose one of {preset_names()} or give a spec YAML path")
+    return path
+
+
+def hub_models(spec: SweepSpec) -> list[str]:
+    """Grid models that are not tiny-family names (Hugging Face models, looked up under --model-dir)."""
+    return [m for m in spec.grid.models if m not in TINY_SPECS]
+
+
+def check_model_dir(models: list[str], model_dir: Path | None) -> dict[str, Path]:
+    """Each hub model's local directory under `model_dir`, or ReproduceError naming what is missing."""
+    hint = ("download them where there is network access, e.g. `huggingface-cli download Qwen/{m} "
+            "--local-dir {d}/{m}`, then pass --model-dir {d}")
+    if model_dir is None:
+        raise ReproduceError(f"this preset trains {', '.join(models)}: pass --model-dir DIR with one folder per "
+                             f"model ({hint.format(m=models[0], d='DIR')})")
+    found = {}
+    for m in models:
+        path = Path(model_dir).expanduser() / m
+        if not (path / "config.json").is_file() or not any((path / f).is_file() for f in WEIGHT_FILES):
+            raise ReproduceError(f"no weights for {m} in {path} (need config.json and model.safetensors); "
+                                 + hint.format(m=m, d=model_dir))
+        found[m] = path.resolve()
+    return found
+
+
+def check_gpu() -> None:
+    import torch
+
+    if not torch.cuda.is_available():
+        raise ReproduceError("this preset trains billion-parameter models and needs a CUDA GPU, but "
+                             "torch.cuda.is_available() is False; run a cpu-* preset here instead")
+
+
+def prepare_spec(cfg: ReproduceConfig) -> SweepSpec:
+    """The preset's spec with its work folder and, for hub models, their local paths filled in."""
+    spec = load_sweep_spec(preset_path(cfg.preset))
+    models = hub_models(spec)
+    grid = spec.grid
+    if models:
+        paths = check_model_dir(models, cfg.model_dir)
+        check_gpu()
+        grid = GridSpec(envs=grid.envs, models=tuple(str(paths.get(m, m)) for m in grid.models),
+                        methods=grid.methods, seeds=grid.seeds)
+    return dataclasses.replace(spec, grid=grid, out_dir=str(cfg.work.resolve()))
+
+
+def publish_records(outcomes: list[RunOutcome], leaderboard: Path) -> list[Path]:
+    """Copy each finished or failed run's record.json into `leaderboard/runs/<name>/record.json`."""
+    from agentbench_af.io import atomic_write
+
+    written = []
+    for o in outcomes:
+        src = Path(o.run_dir) / "record.json"
+        if src.is_file():
+            dst = leaderboard / "runs" / o.name / "record.json"
+            written.append(atomic_write(dst, lambda tmp, src=src: shutil.copyfile(src, tmp)))
+    return written
+
+
+def reproduce(cfg: ReproduceConfig, show_progress: bool = True) -> list[RunOutcome]:
+    """Run the preset's sweep (skipping finished runs) and copy its records into the leaderboard folder."""
+    spec = prepare_spec(cfg)
+    outcomes = run_sweep(spec, backend=cfg.backend, workers=cfg.workers, show_progress=show_progress)
+    publish_records(outcomes, cfg.leaderboard)
+    return outcomes
+
+
+def describe(cfg: ReproduceConfig) -> str:
+    """One line: how many runs the preset has and how many are still to do."""
+    plan = plan_sweep(prepare_spec(cfg))
+    g = plan.spec.grid
+    return (f"preset {cfg.name}: {len(g.envs)} env(s) x {len(g.models)} model(s) x {len(g.methods)} method(s) x "
+            f"{len(g.seeds)} seed(s) = {len(plan.runs)} runs, {len(plan.todo)} to run, "
+            f"{len(plan.warm_starts)} shared warm starts; work in {cfg.work}, leaderboard in {cfg.leaderboard}")

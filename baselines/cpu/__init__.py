@@ -1,0 +1,1 @@
+"""YAML recipes (see baselines/README.md)."""

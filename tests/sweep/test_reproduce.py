@@ -1,0 +1,120 @@
+"""`reproduce`: the shipped presets expand, the paper preset refuses clearly, and a run publishes a
+leaderboard (records, table, plots) that `agentbench-af table` regenerates byte for byte."""
+
+import json
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from agentbench_af.cli import app
+from agentbench_af.results.record import RunRecord
+from agentbench_af.sweep import expand
+from agentbench_af.sweep.reproduce import (
+    ReproduceConfig,
+    ReproduceError,
+    check_model_dir,
+    hub_models,
+    prepare_spec,
+    preset_names,
+    preset_path,
+    reproduce,
+)
+from agentbench_af.sweep.spec import load_sweep_spec
+
+runner = CliRunner()
+
+
+def test_shipped_presets_expand_and_share_warm_starts():
+    assert {"demo", "cpu-quick", "cpu-full", "paper"} <= set(preset_names())
+    quick = load_sweep_spec(preset_path("cpu-quick"))
+    runs = expand(quick)
+    assert len(runs) == 4 * 2 * 4 * 3  # envs x sizes x methods x seeds (the issue's minimum)
+    assert {r.method for r in runs} == {"ppo", "grpo", "ppo+actfocus", "grpo+actfocus"}
+    # every method of an (env, size, seed) branches from one warm start
+    by_start: dict[str, set[str]] = {}
+    for r in runs:
+        by_start.setdefault(r.run.init_from, set()).add(r.method)
+    assert len(by_start) == 4 * 2 * 3 and all(len(m) == 4 for m in by_start.values())
+    full = expand(load_sweep_spec(preset_path("cpu-full")))
+    assert {"grpo+actfocus-reasoning-only", "grpo+action-only", "grpo+top-entropy"} <= {r.method for r in full}
+    assert len({r.run.seed for r in full}) == 5
+    demo = expand(load_sweep_spec(preset_path("demo")))
+    assert [r.method for r in demo] == ["grpo", "grpo+actfocus"]
+
+
+def test_paper_preset_names_what_is_missing(tmp_path):
+    spec = load_sweep_spec(preset_path("paper"))
+    models = hub_models(spec)
+    assert models == ["Qwen2.5-0.5B-Instruct", "Qwen2.5-1.5B-Instruct", "Qwen2.5-3B-Instruct"]
+    with pytest.raises(ReproduceError, match="--model-dir"):
+        prepare_spec(ReproduceConfig("paper"))
+    with pytest.raises(ReproduceError, match="no weights for Qwen2.5-0.5B-Instruct"):
+        prepare_spec(ReproduceConfig("paper", model_dir=tmp_path))
+    for m in models:
+        (tmp_path / m).mkdir()
+        (tmp_path / m / "config.json").write_text("{}")
+        (tmp_path / m / "model.safetensors").write_bytes(b"")
+    assert set(check_model_dir(models, tmp_path)) == set(models)
+    import torch
+
+    if not torch.cuda.is_available():
+        with pytest.raises(ReproduceError, match="CUDA"):
+            prepare_spec(ReproduceConfig("paper", model_dir=tmp_path))
+    result = runner.invoke(app, ["reproduce", "--preset", "paper", "--dry-run"])
+    assert result.exit_code == 2 and "--model-dir" in result.output
+
+
+def test_unknown_preset_is_one_line():
+    result = runner.invoke(app, ["reproduce", "--preset", "cpu-quik"])
+    assert result.exit_code == 2
+    assert "unknown preset 'cpu-quik'" in result.output and "cpu-quick" in result.output
+
+
+def _spec_file(tmp_path, tiny_base) -> str:
+    spec = {"base": tiny_base, "grid": {"methods": ["grpo", "grpo+actfocus"], "seeds": [0, 1]},
+            "warm_start": "shared", "out_dir": "ignored"}
+    path = tmp_path / "mini.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return str(path)
+
+
+def test_reproduce_publishes_records_only_and_reruns_skip(tmp_path, tiny_base, fake_train):
+    cfg = ReproduceConfig(_spec_file(tmp_path, tiny_base), out_dir=tmp_path / "board", work_dir=tmp_path / "work",
+                          backend="serial")
+    outcomes = reproduce(cfg, show_progress=False)
+    assert [o.status for o in outcomes] == ["completed"] * 4 and len(fake_train) == 4
+    published = sorted(p.relative_to(tmp_path / "board") for p in (tmp_path / "board").rglob("*") if p.is_file())
+    assert [p.name for p in published] == ["record.json"] * 4  # no checkpoints or policies
+    assert RunRecord.load(tmp_path / "board" / "runs" / outcomes[0].name).final_success == 0.25
+    # the work folder was the one passed, not the spec's out_dir
+    assert all(str(c.run.out_dir).startswith(str(tmp_path / "work")) for c in fake_train)
+    again = reproduce(cfg, show_progress=False)
+    assert [o.status for o in again] == ["skipped"] * 4 and len(fake_train) == 4
+
+
+def test_cli_writes_a_table_that_table_regenerates(tmp_path, tiny_base, fake_train):
+    board = tmp_path / "board"
+    result = runner.invoke(app, ["reproduce", "--preset", _spec_file(tmp_path, tiny_base), "--out", str(board),
+                                 "--work-dir", str(tmp_path / "work"), "--backend", "serial", "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert "4 runs (0 failed)" in result.output
+    first = (board / "table.md").read_text()
+    assert "grpo+actfocus" in first and "(2)" in first  # two seeds per cell
+    assert (board / "final-success.png").is_file() and (board / "table.csv").is_file()
+    again = runner.invoke(app, ["table", str(board)])
+    assert again.exit_code == 0, again.output
+    assert (board / "table.md").read_text() == first
+
+
+def test_cli_really_trains_a_one_run_preset(tmp_path, tiny_base):
+    """A smoke test with a real (tiny) budget: one warm start, one RL step, the table."""
+    spec = {"base": tiny_base, "grid": {"methods": ["grpo+actfocus"], "seeds": [0]}, "warm_start": "shared"}
+    path = tmp_path / "one.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    result = runner.invoke(app, ["reproduce", "--preset", str(path), "--out", str(tmp_path / "b"),
+                                 "--work-dir", str(tmp_path / "w"), "--backend", "serial", "--quiet"])
+    assert result.exit_code == 0, result.output
+    record = json.loads(next((tmp_path / "b").rglob("record.json")).read_text())
+    assert record["status"] == "completed" and record["method"] == "grpo+actfocus"
+    assert "grpo+actfocus" in (tmp_path / "b" / "table.md").read_text()
