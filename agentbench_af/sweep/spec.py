@@ -17,6 +17,8 @@ the base's value. A `models` entry that is not a tiny-family name is taken as a 
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -102,10 +104,20 @@ def _model_override(name: str) -> list[str]:
     return [f"model.name={name}"] if name in TINY_SPECS else [f"model.path={name}"]
 
 
+#: the config sections a warm start depends on (SFT demonstrations use the collector's contexts)
+WARM_START_FIELDS = ("env", "model", "sft", "rollout")
+
+
 def warm_start_key(cfg: TrainConfig) -> str:
-    """Directory name of the shared warm start a run branches from: `<env>-<model>-s<seed>`."""
+    """Directory name of the shared warm start a run branches from: `<env>-<model>-s<seed>-<hash>`.
+
+    The hash covers everything the warm start depends on (env, model, sft, rollout, format role), so a
+    changed SFT budget never reuses a stale warm start from the same folder."""
     model = cfg.model.path.rstrip("/").split("/")[-1] if cfg.model.path else cfg.model.name
-    return f"{cfg.env.id}-{model}-s{cfg.run.seed}"
+    data = {k: v for k, v in to_dict(cfg).items() if k in WARM_START_FIELDS}
+    data["format_role"] = cfg.credit.format_role
+    digest = hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:8]
+    return f"{cfg.env.id}-{model}-s{cfg.run.seed}-{digest}"
 
 
 def expand(spec: SweepSpec) -> list[TrainConfig]:

@@ -2,7 +2,6 @@
 
 import importlib.util
 import os
-import time
 
 import pytest
 
@@ -27,14 +26,11 @@ def test_ray_two_run_sweep_on_a_local_cluster(tmp_path, tiny_base, monkeypatch, 
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     spec = from_dict(SweepSpec, {"base": tiny_base, "out_dir": str(tmp_path / "sw"),
                                  "grid": {"methods": ["grpo", "rloo"], "seeds": [0]}})
-    start = time.time()
     out = run_sweep(spec, backend="ray", workers=2, show_progress=False)
-    elapsed = time.time() - start
     assert [o.status for o in out] == ["completed", "completed"], [o.error for o in out]
     records = [RunRecord.load(o.run_dir) for o in out]
     assert [r.method for r in records] == ["grpo", "rloo"]
     assert all(r.status == "completed" and r.final_success is not None for r in records)
     assert not ray.is_initialized()  # the cluster this sweep started is shut down
-    assert elapsed < 150, f"a two-run tiny Ray sweep took {elapsed:.0f} s"
     again = run_sweep(spec, backend="ray", workers=2, show_progress=False)
     assert [o.status for o in again] == ["skipped", "skipped"]

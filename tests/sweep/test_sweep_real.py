@@ -1,6 +1,5 @@
 """Real (tiny) training through the sweep: the process pool, skipping, and resuming a killed run."""
 
-import time
 from pathlib import Path
 
 import pytest
@@ -16,9 +15,7 @@ from agentbench_af.train import loop
 def test_process_pool_runs_then_rerun_skips(tmp_path, tiny_base, monkeypatch):
     spec = from_dict(SweepSpec, {"base": tiny_base, "out_dir": str(tmp_path / "sw"), "warm_start": "shared",
                                  "grid": {"methods": ["grpo", "grpo+actfocus"], "seeds": [0]}})
-    start = time.time()
     out = run_sweep(spec, backend="local", workers=2, show_progress=False)
-    elapsed = time.time() - start
     assert [o.status for o in out] == ["completed", "completed"], [o.error for o in out]
     records = [RunRecord.load(o.run_dir) for o in out]
     assert [r.method for r in records] == ["grpo", "grpo+actfocus"]
@@ -27,7 +24,6 @@ def test_process_pool_runs_then_rerun_skips(tmp_path, tiny_base, monkeypatch):
     assert records[0].protocol["sft_steps"] == "shared warm start"
     # both methods branched from the same warm start, so they start from the same evaluation
     assert records[0].warm_start_success == records[1].warm_start_success
-    assert elapsed < 120, f"a two-run tiny sweep took {elapsed:.0f} s"
 
     def no_pool(self):
         raise AssertionError("a sweep with nothing to do must not start workers")

@@ -50,8 +50,11 @@ def test_shared_warm_start_paths_and_hash_ignores_them(tmp_path, tiny_base):
     spec = _spec(tmp_path, tiny_base, grid={"methods": ["grpo", "rloo"], "seeds": [0, 1]}, warm_start="shared")
     cfgs = expand(spec)
     ws = (tmp_path / "sw" / "warm_starts").resolve()
-    assert [c.run.init_from for c in cfgs] == [str(ws / "FrozenLake-4x4-v0-tiny-0.2m-s0"),
-                                               str(ws / "FrozenLake-4x4-v0-tiny-0.2m-s1")] * 2
+    starts = [Path(c.run.init_from) for c in cfgs]
+    assert all(p.parent == ws for p in starts)
+    assert [p.name.rsplit("-", 1)[0] for p in starts] == ["FrozenLake-4x4-v0-tiny-0.2m-s0",
+                                                          "FrozenLake-4x4-v0-tiny-0.2m-s1"] * 2
+    assert starts[:2] == starts[2:]  # both methods of a seed branch from one warm start
     # seed replicates must share the config hash although their warm-start paths differ
     assert config_hash(cfgs[0]) == config_hash(cfgs[1]) != config_hash(cfgs[2])
 
@@ -91,3 +94,16 @@ def test_bad_values_in_grid_fail_before_any_run(tmp_path, tiny_base):
         expand(_spec(tmp_path, {**tiny_base, "run": {"init_from": "x"}}, warm_start="shared"))
     with pytest.raises(ConfigError, match="sweep spec not found"):
         load_sweep_spec(tmp_path / "nope.yaml")
+
+
+def test_warm_start_key_changes_with_sft_not_with_rl(tiny_base):
+    from agentbench_af.config import from_dict
+    from agentbench_af.sweep.spec import warm_start_key
+    from agentbench_af.train.config import TrainConfig
+
+    base = from_dict(TrainConfig, tiny_base)
+    same = from_dict(TrainConfig, {**tiny_base, "rl": {**tiny_base["rl"], "steps": 7}, "method": "ppo+actfocus"})
+    other = from_dict(TrainConfig, {**tiny_base, "sft": {**tiny_base["sft"], "steps": 9}})
+    assert warm_start_key(base) == warm_start_key(same)
+    assert warm_start_key(base) != warm_start_key(other)
+    assert warm_start_key(base).startswith("FrozenLake-4x4-v0-tiny-0.2m-s0-")
