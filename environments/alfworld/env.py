@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from agentbench_af.api import ActionOutcome, ExpertTurn, TextEnv, Variant
+from agentbench_af.api import ExpertTurn, Variant
+from agentbench_af.api.command_env import CommandGameEnv
 from agentbench_af.environments.alfworld.game import PddlGame
 from agentbench_af.environments.alfworld.generator import get_game_file
 from agentbench_af.environments.alfworld.official import official_game
@@ -26,11 +27,7 @@ def task_for_seed(seed: int) -> str:
     return keys[int(np.random.default_rng(np.random.SeedSequence([int(seed), _ALL_SALT])).integers(len(keys)))]
 
 
-def _norm(text: str) -> str:
-    return " ".join(text.lower().split())
-
-
-class ALFWorldEnv(TextEnv[ALFWorldVariant]):
+class ALFWorldEnv(CommandGameEnv[ALFWorldVariant]):
     description = "Household tasks in text (ALFWorld): find, clean, heat, cool, examine and place objects."
     action_help = (
         "go to X, open X, close X, take X from Y, move X to Y, heat X with Y, cool X with Y, clean X with Y, "
@@ -39,10 +36,7 @@ class ALFWorldEnv(TextEnv[ALFWorldVariant]):
 
     def __init__(self, variant: ALFWorldVariant | None = None, render_mode: str | None = "ansi") -> None:
         super().__init__(variant or ALFWorldVariant(), render_mode)
-        self._game: PddlGame | None = None
-        self._lookup: dict[str, str] = {}
         self.task_key = ""
-        self.game_file = ""
 
     @classmethod
     def rules(cls, variant: Variant) -> str:
@@ -61,34 +55,19 @@ class ALFWorldEnv(TextEnv[ALFWorldVariant]):
     def task_for(self, seed: int) -> str:
         return self.variant.task_type if self.variant.task_type != "all" else task_for_seed(seed)
 
-    def _new_game(self, seed: int) -> None:
+    def _game_file(self, seed: int):
+        """The task file for `seed` (and `task_key`, its task type, as a side effect)."""
         v = self.variant
         is_eval = v.eval_seeds[0] <= seed < v.eval_seeds[1]
         self.task_key = self.task_for(seed)
         if v.source == "generated":
-            path = get_game_file(self.task_key, seed, v.eval_scenes if is_eval else "seen")
-        else:
-            lo = v.eval_seeds[0] if is_eval else v.train_seeds[0]
-            task_type = None if v.task_type == "all" else TASK_TYPES[self.task_key]
-            path = official_game(v.official_eval_split if is_eval else "train", task_type, seed - lo)
-        if self._game is None:
-            self._game = PddlGame()
-        self._game.load(path)
-        self.game_file = str(path)
-        self._lookup = {_norm(c): c for c in self._game.admissible}
+            return get_game_file(self.task_key, seed, v.eval_scenes if is_eval else "seen")
+        lo = v.eval_seeds[0] if is_eval else v.train_seeds[0]
+        task_type = None if v.task_type == "all" else TASK_TYPES[self.task_key]
+        return official_game(v.official_eval_split if is_eval else "train", task_type, seed - lo)
 
-    def _loaded(self) -> PddlGame | None:
-        return self._game if self._game is not None and self._game.loaded else None
-
-    def _apply_action(self, action: str) -> ActionOutcome:
-        game = self._loaded()
-        command = self._lookup.get(_norm(action))
-        if game is None or command is None:
-            return ActionOutcome.invalid(f"{action[:60]!r} is not one of the available actions")
-        was_won = game.won
-        changed = game.step(command)
-        self._lookup = {_norm(c): c for c in game.admissible}
-        return ActionOutcome(valid=True, reward=1.0 if game.won and not was_won else 0.0, effective=changed)
+    def _make_game(self) -> PddlGame:
+        return PddlGame()
 
     def _render_state(self) -> str:
         game = self._loaded()
@@ -98,15 +77,6 @@ class ALFWorldEnv(TextEnv[ALFWorldVariant]):
         if game.task and "Your task is to:" not in text:
             text += f"\nYour task is to: {game.task}."
         return text
-
-    @property
-    def is_success(self) -> bool:
-        game = self._loaded()
-        return bool(game is not None and game.won)
-
-    def admissible_actions(self) -> list[str] | None:
-        game = self._loaded()
-        return game.admissible if game is not None else None
 
     def expert_turn(self) -> ExpertTurn:
         game = self._loaded()
@@ -121,9 +91,3 @@ class ALFWorldEnv(TextEnv[ALFWorldVariant]):
             reasoning=f"My task is to {game.task}. The plan from here takes {steps}; next I {plan[0]}.",
             actions=(plan[0],),
         )
-
-    def close(self) -> None:
-        if self._game is not None:
-            self._game.close()
-            self._game = None
-        super().close()
