@@ -6,7 +6,7 @@ rows (largest id + 1); weights are a deterministic function of `seed` (the globa
 untouched). Sizes (parameters counted with the default 1024-token vocabulary; a smaller tokenizer, such
 as the ~470-token FrozenLake one, makes them smaller by (1024 - V) x hidden):
 
-    tiny-0.1m   48 x 2 layers,  4 heads   0.12M  (the cheapest: cpu-quick's second size)
+    tiny-0.12m  48 x 2 layers,  4 heads   0.12M  (the cheapest: cpu-quick's second size)
     tiny-0.2m   64 x 2 layers,  4 heads   0.20M  (FINDINGS: learns FrozenLake fastest on 2 CPU cores)
     tiny-0.7m  128 x 2 layers,  4 heads   0.66M
     tiny-2m    192 x 3 layers,  6 heads   1.97M
@@ -46,7 +46,7 @@ class TinySpec:
 TINY_SPECS: dict[str, TinySpec] = {
     s.name: s
     for s in (
-        TinySpec("tiny-0.1m", 48, 2, 4),
+        TinySpec("tiny-0.12m", 48, 2, 4),
         TinySpec("tiny-0.2m", 64, 2, 4),
         TinySpec("tiny-0.7m", 128, 2, 4),
         TinySpec("tiny-2m", 192, 3, 6),

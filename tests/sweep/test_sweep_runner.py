@@ -83,9 +83,9 @@ def test_shared_warm_start_prepared_once_per_env_model_seed(tmp_path, tiny_base,
     assert len(plan_sweep(spec).warm_starts) == 2
     out = run_sweep(spec, backend="serial", show_progress=False)
     assert [o.status for o in out] == ["completed"] * 6
-    assert prepared == ["FrozenLake-4x4-v0-tiny-0.2m-s0", "FrozenLake-4x4-v0-tiny-0.2m-s1"]
-    assert sorted(trained) == sorted((m, f"FrozenLake-4x4-v0-tiny-0.2m-s{s}")
-                                     for m in ("grpo", "grpo+actfocus", "ppo") for s in (0, 1))
+    stem = [name.rsplit("-", 1)[0] for name in prepared]  # <env>-<model>-s<seed>-<warm-start hash>
+    assert stem == ["FrozenLake-4x4-v0-tiny-0.2m-s0", "FrozenLake-4x4-v0-tiny-0.2m-s1"]
+    assert sorted(trained) == sorted((m, name) for m in ("grpo", "grpo+actfocus", "ppo") for name in prepared)
     # seed replicates share a hash (the table averages them) though their warm starts differ
     hashes = [json.loads((Path(o.run_dir) / "record.json").read_text())["config_hash"] for o in out]
     assert hashes[0] == hashes[1] and hashes[0] != hashes[2]
@@ -103,11 +103,12 @@ def test_a_failed_warm_start_fails_only_its_runs(tmp_path, tiny_base, monkeypatc
     monkeypatch.setattr(loop, "prepare_warm_start", prepare)
     out = run_sweep(_spec(tmp_path, tiny_base, warm_start="shared"), backend="serial", show_progress=False)
     assert [o.status for o in out] == ["completed", "failed", "completed", "failed"]
-    assert out[1].error == ("warm start FrozenLake-4x4-v0-tiny-0.2m-s1 failed: "
-                            "RuntimeError: tokenizer training failed")
+    failed_start = Path(out[1].run_dir).parent.parent / "warm_starts"
+    (error_file,) = failed_start.glob("FrozenLake-4x4-v0-tiny-0.2m-s1-*.error.txt")
+    name = error_file.name.removesuffix(".error.txt")
+    assert out[1].error == f"warm start {name} failed: RuntimeError: tokenizer training failed"
     assert RunRecord.load(out[3].run_dir).status == "failed"
     assert [c.run.seed for c in fake_train] == [0, 0]
-    assert (tmp_path / "sw" / "warm_starts" / "FrozenLake-4x4-v0-tiny-0.2m-s1.error.txt").exists()
 
 
 def test_plan_states_new_resume_retry(tmp_path, tiny_base):
