@@ -12,6 +12,7 @@ import dataclasses
 import difflib
 import hashlib
 import json
+import re
 import types
 import typing
 from pathlib import Path
@@ -81,12 +82,17 @@ def _coerce(value: Any, hint: Any, key: str) -> Any:
     if hint is float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return float(value)
+        if isinstance(value, str) and _EXPONENT_NUMBER.fullmatch(value.strip()):
+            return float(value)  # YAML 1.1 reads `1e-5` (no dot) as text
         raise ConfigError(f"{key}: expected a number, got {value!r}")
     if hint is str:
         if isinstance(value, str):
             return value
         raise ConfigError(f"{key}: expected text, got {value!r}")
     return value
+
+
+_EXPONENT_NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
 
 
 def from_dict(cls: type[T], data: dict[str, Any], prefix: str = "") -> T:

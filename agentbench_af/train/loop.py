@@ -43,6 +43,7 @@ from agentbench_af.train.forward import score_batch
 from agentbench_af.train.policy import Policy, build_policy
 from agentbench_af.train.sft import sft_warm_start, training_seeds, warmup_lambda
 from agentbench_af.train.update import UpdateInputs, ppo_update
+from agentbench_af.train.warm_eval import shared_warm_eval, warm_eval_key
 
 
 @dataclass
@@ -164,7 +165,7 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True) ->
     else:
         (run_dir / "metrics.jsonl").unlink(missing_ok=True)
         extra["warm_start_time_s"] = time.time() - start_time
-        first = evaluate(0)
+        first = shared_warm_eval(warm_dir, warm_eval_key(cfg, str(autocast)), lambda: evaluate(0))
         extra["curve"].append(first)
         extra["warm_start_success"] = first["success"]
         extra["wall_time_s"] = time.time() - start_time

@@ -1,0 +1,55 @@
+"""The step-0 evaluation of a shared warm start is computed once and read back by every method's run."""
+
+import json
+import shutil
+
+from train_helpers import tiny_config
+
+from agentbench_af.train import loop
+from agentbench_af.train.warm_eval import shared_warm_eval, warm_eval_key
+
+
+def test_computed_once_then_read(tmp_path):
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return {"step": 0, "success": 0.25}
+
+    assert shared_warm_eval(tmp_path, "k", compute) == {"step": 0, "success": 0.25}
+    assert shared_warm_eval(tmp_path, "k", compute) == {"step": 0, "success": 0.25}
+    assert len(calls) == 1
+    assert json.loads((tmp_path / "evals" / "k.json").read_text())["success"] == 0.25
+
+
+def test_unreadable_file_is_recomputed(tmp_path):
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals" / "k.json").write_text('{"step": 0, "succ')  # torn write
+    assert shared_warm_eval(tmp_path, "k", lambda: {"success": 0.5}) == {"success": 0.5}
+    assert json.loads((tmp_path / "evals" / "k.json").read_text()) == {"success": 0.5}
+
+
+def test_key_follows_the_protocol_not_the_method(tmp_path):
+    base = warm_eval_key(tiny_config(tmp_path, method="grpo"), "None")
+    assert warm_eval_key(tiny_config(tmp_path, method="ppo+actfocus", rl__lr=1e-5), "None") == base
+    for change in ({"eval__episodes": 5}, {"eval__temperature": 0.5}, {"run__seed": 1},
+                   {"rollout__max_new_tokens": 40}, {"env__overrides": "{max_turns: 2}"}):
+        assert warm_eval_key(tiny_config(tmp_path, **change), "None") != base, change
+    assert warm_eval_key(tiny_config(tmp_path), "torch.bfloat16") != base
+
+
+def test_second_method_reuses_the_first_runs_warm_start_eval(tmp_path, warm_start, monkeypatch):
+    warm = tmp_path / "warm"
+    shutil.copytree(warm_start, warm)
+    first = loop.train(tiny_config(tmp_path / "a", method="grpo", rl__steps=1, eval__every=1,
+                                   run__init_from=str(warm)), show_progress=False)
+    assert len(list((warm / "evals").glob("*.json"))) == 1
+
+    calls = []
+    real = loop.evaluate_policy
+    monkeypatch.setattr(loop, "evaluate_policy", lambda *a, **k: calls.append(1) or real(*a, **k))
+    second = loop.train(tiny_config(tmp_path / "b", method="ppo", rl__steps=1, eval__every=1,
+                                    run__init_from=str(warm)), show_progress=False)
+    assert len(calls) == 1  # only the step-1 evaluation ran; step 0 came from the warm start's file
+    assert second.curve[0] == first.curve[0]
+    assert second.warm_start_success == first.warm_start_success
