@@ -49,10 +49,14 @@ def records_frame(paths: Iterable[str | Path]) -> pd.DataFrame:
                 "group_size": r.protocol.get("group_size"),
                 "prompts_per_step": r.protocol.get("prompts_per_step"),
                 "catalogue": r.protocol.get("catalogue"),
+                "sft_steps": (r.config.get("sft") or {}).get("steps"),
+                "max_turns": r.protocol.get("max_turns"),
+                "context_mode": r.protocol.get("context_mode"),
                 "bottleneck": r.bottleneck,
             }
         )
     columns = ["path", "env", "model", "model_params", "method", "seed", "config_hash", "final_success",
                "warm_start_success", "status", "error", "wall_time_s", "eval_episodes", "eval_temperature",
-               "rl_steps", "group_size", "prompts_per_step", "catalogue", "bottleneck"]
+               "rl_steps", "group_size", "prompts_per_step", "catalogue", "sft_steps", "max_turns", "context_mode",
+               "bottleneck"]
     return pd.DataFrame(rows, columns=columns)

@@ -19,7 +19,8 @@ import pandas as pd
 from agentbench_af.io import atomic_write_text
 
 METHOD_ORDER = ["ppo", "grpo", "rloo", "gigpo"]
-PROTOCOL_FIELDS = ["eval_episodes", "eval_temperature", "rl_steps", "prompts_per_step", "group_size", "catalogue"]
+PROTOCOL_FIELDS = ["eval_episodes", "eval_temperature", "sft_steps", "rl_steps", "prompts_per_step", "group_size",
+                   "max_turns", "context_mode", "catalogue"]
 
 
 def method_sort_key(method: str) -> tuple[int, str]:

@@ -250,6 +250,8 @@ def protocol(cfg: TrainConfig, env) -> dict:
         "group_size": cfg.rollout.group_size,
         "rollout_temperature": cfg.rollout.temperature,
         "context_mode": cfg.rollout.context_mode,
-        "sft_steps": cfg.sft.steps if not cfg.run.init_from else "shared warm start",
+        "max_new_tokens": cfg.rollout.max_new_tokens,
+        "max_turns": getattr(env.variant, "max_turns", None),
+        "sft_steps": cfg.sft.steps,  # a shared warm start is built with the run's own sft settings
         "catalogue": getattr(env, "catalogue_name", None),
     }

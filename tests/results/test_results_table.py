@@ -114,3 +114,17 @@ def test_negative_gain_and_no_minus_zero(tmp_path):
     assert g.loc["tiny-0.2m gain rloo+top-entropy vs rloo", ENV4] == "-12.5 ± 12.5 (2 vs 2)"
     # 6x6: (0.1 + 0.2) - 0.3 is -5.6e-17, shown as +0.0
     assert g.loc["tiny-0.2m gain rloo+top-entropy vs rloo", ENV6] == "+0.0 ± 0.0 (2 vs 2)"
+
+
+def test_protocol_names_warm_start_budget_turn_limit_and_context(tmp_path):
+    from agentbench_af.results.record import RunRecord
+
+    protocol = {"eval_episodes": 16, "eval_temperature": 1.0, "rl_steps": 8, "prompts_per_step": 1, "group_size": 4,
+                "max_turns": 6, "context_mode": "window", "catalogue": "synthetic-1000"}
+    for seed in (0, 1):
+        RunRecord(env_id="WebShop-v0", method="grpo", model="tiny-0.2m", model_params=1, seed=seed, config_hash="c1",
+                  config={"sft": {"steps": 100}}, protocol=protocol, final_success=0.0, warm_start_success=0.0,
+                  curve=[]).save(tmp_path / f"r{seed}")
+    (line,) = build_table(records_frame([tmp_path])).protocol
+    assert line == ("WebShop-v0: eval episodes 16, eval temperature 1.0, sft steps 100, rl steps 8, prompts per step 1, "
+                    "group size 4, max turns 6, context mode window, catalogue synthetic-1000, seeds [0, 1]")
