@@ -4,15 +4,21 @@ Each pool worker pins torch to `threads` threads (FINDINGS: oversubscribed OpenM
 catastrophically slow), so the pool has `cores // threads` workers. One pool serves both stages
 (warm starts, then runs), so workers import torch once. A worker that dies (killed, out of memory)
 breaks the pool: its task and the ones still queued come back as failed with the reason, the next
-stage gets a fresh pool, and a re-run of the sweep retries them. Left out: resubmitting within a stage.
+stage gets a fresh pool, and a re-run of the sweep retries them. A sweep stopped by Ctrl-C or SIGTERM
+(`stop_on_sigterm`) terminates its workers at once instead of leaving them running; their runs resume
+from their last checkpoints on the next sweep. Left out: resubmitting within a stage.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
+import sys
+import threading
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from contextlib import contextmanager
 
 from agentbench_af.sweep.tasks import Task, TaskResult, execute, one_line, set_threads
 
@@ -35,6 +41,23 @@ def _init_worker(threads: int) -> None:
 
     hf_logging.disable_progress_bar()
     hf_logging.set_verbosity_error()
+
+
+@contextmanager
+def stop_on_sigterm() -> Iterator[None]:
+    """Within the block, SIGTERM raises SystemExit(143) in the main thread, so `with` blocks clean up."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _exit(signum, frame):
+        sys.exit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, _exit)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 class SerialBackend:
@@ -61,8 +84,11 @@ class PoolBackend:
     def __enter__(self) -> PoolBackend:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type=None, *rest) -> None:
         if self._pool is not None:
+            if exc_type is not None:  # interrupted: stop the workers now rather than wait for their runs
+                for process in list((getattr(self._pool, "_processes", None) or {}).values()):
+                    process.terminate()
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
 

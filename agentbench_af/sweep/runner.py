@@ -185,7 +185,9 @@ def run_sweep(spec: SweepSpec | str | Path, backend: Backend = "local", workers:
     outcomes: dict[str, RunOutcome] = {}
     results: dict[str, TaskResult] = {}
     if plan.todo:
-        with backend_cm as runner:
+        from agentbench_af.sweep.local import stop_on_sigterm
+
+        with stop_on_sigterm(), backend_cm as runner:
             warm = _stage(runner, plan.warm_starts, "warm starts", show_progress)
             bad_warm = {k: r for k, r in warm.items() if r.status == "failed"}
             tasks = []
