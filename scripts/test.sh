@@ -13,6 +13,8 @@ if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = "0" ] && command -v a
   (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || echo "warning: could not install chromium"
 fi
 python -m ruff check .
-python -m pytest -q -m "not slow" "$@"
-# the long end-to-end runs, in their reduced CI form
-python -m pytest -q -m slow "$@"
+# one pytest worker per core (pytest-xdist, work stealing); TEST_WORKERS=0 runs everything in this process
+python -m pytest -q -m "not slow" -n "${TEST_WORKERS:-auto}" --dist worksteal "$@" || [ $? -eq 5 ]
+# the long end-to-end runs, in their reduced CI form (one at a time: they start process pools of their own)
+# (exit status 5 = nothing selected by the arguments given, e.g. only fast tests: not a failure)
+python -m pytest -q -m slow "$@" || [ $? -eq 5 ]

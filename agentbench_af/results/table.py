@@ -1,5 +1,6 @@
 """The final-step success table: rows model x method, columns environment variants, cells
-`mean ± SE (n)` in percent, the best per column marked, and rows for each reweighting's gain over its
+`mean ± SE (n)` in percent, the best per column marked, a row per model with the warm start's
+success (the step-0 evaluation every method starts from), and rows for each reweighting's gain over its
 base method. Generated only from run records; Markdown, CSV and LaTeX.
 
 Only seed-replicates are averaged: records in one cell with different config hashes (settings that
@@ -81,15 +82,18 @@ def build_table(df: pd.DataFrame) -> SuccessTable:
     stats = stats.sort_values(["model_params", "model", "method"], key=lambda s: s.map(method_sort_key) if s.name == "method" else s)
     envs = sorted(stats["env"].unique())
     gains = _gain_rows(stats)
+    warm, warm_notes = _warm_start_rows(ok)
+    notes += warm_notes
     order: list[str] = []
-    for model in dict.fromkeys(stats["model"]):  # each model's rows, then its gain rows
+    for model in dict.fromkeys(stats["model"]):  # each model's warm start, its methods, then its gain rows
+        order += sorted({label for label, m, _, _ in warm if m == model})
         order += list(dict.fromkeys(stats.loc[stats["model"] == model, "row"]))
         order += sorted({label for label, m, _, _ in gains if m == model}, key=lambda x: method_sort_key(x.split()[-3]))
     grid = pd.DataFrame("", index=order, columns=envs)
     for r in stats.itertuples():
         text = _fmt(r.mean, r.se, r.n)
         grid.loc[r.row, r.env] = f"**{text}**" if r.best else text
-    for label, _, env, text in gains:
+    for label, _, env, text in gains + warm:
         grid.loc[label, env] = text
     grid.index.name = "model / method"
     return SuccessTable(stats=stats.reset_index(drop=True), grid=grid, protocol=_protocol_lines(ok), notes=notes)
@@ -119,12 +123,36 @@ def _gain_rows(stats: pd.DataFrame) -> list[tuple[str, str, str, str]]:
     return out
 
 
+def _warm_start_rows(ok: pd.DataFrame) -> tuple[list[tuple[str, str, str, str]], list[str]]:
+    """(row label, model, env, text) of the warm-start success (the step-0 evaluation) per env and model.
+
+    One value per seed (the methods of a seed share it); omitted, with a note, where runs of one seed
+    started from different warm starts (their step-0 successes differ)."""
+    out, notes = [], []
+    for (env, model), part in ok.dropna(subset=["warm_start_success"]).groupby(["env", "model"], sort=True):
+        per_seed = part.groupby("seed")["warm_start_success"]
+        if (per_seed.nunique() > 1).any():
+            notes.append(f"{env} {model}: no warm-start row (runs of one seed start from different warm starts)")
+            continue
+        mean, se, n = cell_stats(per_seed.first())
+        out.append((f"{model} warm start", model, env, _fmt(mean, se, n)))
+    return out, notes
+
+
+INTEGER_FIELDS = {"eval_episodes", "sft_steps", "rl_steps", "prompts_per_step", "group_size", "max_turns"}
+
+
+def _plain(value) -> str:
+    """An integer field's value as text (pandas upcasts a column with gaps to float: no `.0`)."""
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+
 def _protocol_lines(ok: pd.DataFrame) -> list[str]:
     lines = []
     for env, part in ok.groupby("env", sort=True):
         fields = []
         for f in PROTOCOL_FIELDS:
-            values = sorted({str(v) for v in part[f].dropna()})
+            values = sorted({_plain(v) if f in INTEGER_FIELDS else str(v) for v in part[f].dropna()})
             if values and values != ["None"]:
                 fields.append(f"{f.replace('_', ' ')} {'/'.join(values)}")
         seeds = sorted({int(s) for s in part["seed"]})
@@ -136,6 +164,7 @@ def to_markdown(table: SuccessTable, title: str = "Final-step success (%)") -> s
     parts = [f"# {title}", "", "Protocol (final-step success = success rate on the fixed evaluation seeds after the last update):"]
     parts += [f"- {line}" for line in table.protocol]
     parts += ["", "Cells: mean ± standard error over seeds (number of seeds); best per column in bold. "
+              "Warm start: the success before any RL update (the step-0 evaluation), over the same seeds. "
               "Gain rows: difference in points ± combined SE (seeds of each).", ""]
     parts.append(table.grid.to_markdown())
     if table.notes:

@@ -45,8 +45,8 @@ def test_best_per_column_marked_ties_included(records_dir):
 
 def test_gain_rows_and_row_order(records_dir):
     g = build_table(records_frame([records_dir])).grid
-    assert list(g.index) == ["tiny-0.2m ppo", "tiny-0.2m grpo", "tiny-0.2m grpo+actfocus",
-                             "tiny-0.2m gain grpo+actfocus vs grpo", "tiny-0.7m grpo"]
+    assert list(g.index) == ["tiny-0.2m warm start", "tiny-0.2m ppo", "tiny-0.2m grpo", "tiny-0.2m grpo+actfocus",
+                             "tiny-0.2m gain grpo+actfocus vs grpo", "tiny-0.7m warm start", "tiny-0.7m grpo"]
     # 87.5 - 62.5 = +25.0; SE sqrt(12.5^2 + 12.5^2) = 17.68
     assert g.loc["tiny-0.2m gain grpo+actfocus vs grpo", ENV4] == "+25.0 ± 17.7 (2 vs 2)"
     assert g.loc["tiny-0.2m gain grpo+actfocus vs grpo", ENV6] == "+25.0 (1 vs 1)"
@@ -128,3 +128,24 @@ def test_protocol_names_warm_start_budget_turn_limit_and_context(tmp_path):
     (line,) = build_table(records_frame([tmp_path])).protocol
     assert line == ("WebShop-v0: eval episodes 16, eval temperature 1.0, sft steps 100, rl steps 8, prompts per step 1, "
                     "group size 4, max turns 6, context mode window, catalogue synthetic-1000, seeds [0, 1]")
+
+
+def test_warm_start_row_one_value_per_seed(tmp_path):
+    from agentbench_af.results.record import RunRecord
+
+    # seeds 0, 1, 2 start from 0.25, 0.5, 0.5 (both methods of a seed share it): mean 5/12 = 41.7 %,
+    # deviations -1/6, 1/12, 1/12 -> var (1/36 + 2/144)/2 = 1/48 -> SE sqrt(1/48)/sqrt(3) = 1/12 = 8.3 points
+    for seed, warm in ((0, 0.25), (1, 0.5), (2, 0.5)):
+        for method in ("grpo", "ppo"):
+            RunRecord(env_id=ENV4, method=method, model="tiny-0.2m", model_params=1, seed=seed, config_hash=method,
+                      config={}, protocol={}, final_success=0.75, warm_start_success=warm,
+                      curve=[]).save(tmp_path / f"{method}-{seed}")
+    t = build_table(records_frame([tmp_path]))
+    assert t.grid.loc["tiny-0.2m warm start", ENV4] == "41.7 ± 8.3 (3)"
+    assert not t.notes
+    # a seed whose runs started from different warm starts: no warm-start row, and a note says why
+    RunRecord(env_id=ENV4, method="rloo", model="tiny-0.2m", model_params=1, seed=0, config_hash="rloo", config={},
+              protocol={}, final_success=0.5, warm_start_success=0.0, curve=[]).save(tmp_path / "rloo-0")
+    t = build_table(records_frame([tmp_path]))
+    assert "tiny-0.2m warm start" not in t.grid.index
+    assert t.notes == [f"{ENV4} tiny-0.2m: no warm-start row (runs of one seed start from different warm starts)"]
