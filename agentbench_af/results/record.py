@@ -23,7 +23,14 @@ _PACKAGES = ("agentbench-af", "torch", "transformers", "tokenizers", "gymnasium"
 
 
 def git_commit() -> str | None:
-    """The commit of the checkout this package runs from, if it is a git checkout."""
+    """The commit of the checkout this package runs from, read when the process imported it.
+
+    Read once at import, so a long-lived sweep worker records the code it is running even if the
+    checkout moves on while it works (`-dirty`: tracked files differed from that commit then)."""
+    return _LOADED_COMMIT
+
+
+def _read_git_commit() -> str | None:
     here = Path(__file__).resolve().parent
     try:
         out = subprocess.run(
@@ -35,6 +42,9 @@ def git_commit() -> str | None:
         return out.stdout.strip() + ("-dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return None
+
+
+_LOADED_COMMIT = _read_git_commit()
 
 
 def package_versions() -> dict[str, str]:

@@ -21,7 +21,7 @@ def test_process_pool_runs_then_rerun_skips(tmp_path, tiny_base, monkeypatch):
     assert [r.method for r in records] == ["grpo", "grpo+actfocus"]
     assert all(r.status == "completed" and 0.0 <= r.final_success <= 1.0 for r in records)
     assert all(r.config["run"]["threads"] == 1 for r in records)
-    assert records[0].protocol["sft_steps"] == "shared warm start"
+    assert records[0].protocol["sft_steps"] == 2  # the shared warm start is built with the runs' own sft settings
     # both methods branched from the same warm start, so they start from the same evaluation
     assert records[0].warm_start_success == records[1].warm_start_success
 
