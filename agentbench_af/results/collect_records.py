@@ -24,6 +24,9 @@ def find_records(paths: Iterable[str | Path]) -> list[Path]:
     return sorted(found)
 
 
+INTEGER_COLUMNS = ("eval_episodes", "rl_steps", "group_size", "prompts_per_step", "sft_steps", "max_turns")
+
+
 def records_frame(paths: Iterable[str | Path]) -> pd.DataFrame:
     """One row per record: env, model, method, seed, config hash, success, status, protocol fields."""
     rows = []
@@ -59,4 +62,6 @@ def records_frame(paths: Iterable[str | Path]) -> pd.DataFrame:
                "warm_start_success", "status", "error", "wall_time_s", "eval_episodes", "eval_temperature",
                "rl_steps", "group_size", "prompts_per_step", "catalogue", "sft_steps", "max_turns", "context_mode",
                "bottleneck"]
-    return pd.DataFrame(rows, columns=columns)
+    frame = pd.DataFrame(rows, columns=columns)
+    # nullable integers: a column with gaps (older records lack a field) stays integer, not 5.0
+    return frame.astype({c: "Int64" for c in INTEGER_COLUMNS})

@@ -139,20 +139,12 @@ def _warm_start_rows(ok: pd.DataFrame) -> tuple[list[tuple[str, str, str, str]],
     return out, notes
 
 
-INTEGER_FIELDS = {"eval_episodes", "sft_steps", "rl_steps", "prompts_per_step", "group_size", "max_turns"}
-
-
-def _plain(value) -> str:
-    """An integer field's value as text (pandas upcasts a column with gaps to float: no `.0`)."""
-    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
-
-
 def _protocol_lines(ok: pd.DataFrame) -> list[str]:
     lines = []
     for env, part in ok.groupby("env", sort=True):
         fields = []
         for f in PROTOCOL_FIELDS:
-            values = sorted({_plain(v) if f in INTEGER_FIELDS else str(v) for v in part[f].dropna()})
+            values = sorted({str(v) for v in part[f].dropna()})
             if values and values != ["None"]:
                 fields.append(f"{f.replace('_', ' ')} {'/'.join(values)}")
         seeds = sorted({int(s) for s in part["seed"]})

@@ -37,11 +37,9 @@ def warm_eval_key(cfg: TrainConfig, dtype: str) -> str:
 def shared_warm_eval(warm_dir: Path, key: str, compute: Callable[[], dict]) -> dict:
     """The stored step-0 evaluation for `key`, or `compute()` stored atomically and returned."""
     path = Path(warm_dir) / "evals" / f"{key}.json"
-    if path.is_file():
-        try:
-            return json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError):
-            pass  # unreadable: compute it again and overwrite
-    result = compute()
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):  # not stored yet, or unreadable: compute it and (over)write it
+        result = compute()
     atomic_write_json(path, result)
     return result
