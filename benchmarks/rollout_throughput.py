@@ -66,8 +66,9 @@ def warm_policy(env_id: str, model: str, sft_steps: int, seed: int = 0) -> Polic
     return policy
 
 
-def measure(policy: Policy, env_id: str, seeds: list[int], cfg: RolloutConfig, mode: str, seed: int) -> Measurement:
-    engine = TransformersEngine(policy.lm, policy.pad_token_id, max_batch_size=cfg.max_batch_size)
+def measure(policy: Policy, env_id: str, seeds: list[int], cfg: RolloutConfig, mode: str, seed: int,
+            prefix_cache: bool = True) -> Measurement:
+    engine = TransformersEngine(policy.lm, policy.pad_token_id, max_batch_size=cfg.max_batch_size, prefix_cache=prefix_cache)
     torch.manual_seed(seed)
     t0 = time.perf_counter()
     trajs = collect_rollouts(engine, policy.tokenizer, policy.chat, env_id, seeds, cfg)
@@ -114,6 +115,7 @@ def main(
     context_mode: str = typer.Option("full", help="full or window (window_turns 2)."),
     max_batch_size: int = typer.Option(0, help="Engine chunk size (0: prompts x group, one chunk)."),
     repeats: int = typer.Option(3, help="Repetitions of each mode (medians reported)."),
+    prefix_cache: bool = typer.Option(True, help="Reuse each trajectory's KV cache across turns (full context)."),
     threads: int = typer.Option(1),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
@@ -131,8 +133,8 @@ def main(
     stride = max(1, len(prompts_1) // single_episodes)
     runs: dict[str, list[Measurement]] = {"batched": [], "single": [], "engine batched": [], "engine single": []}
     for r in range(repeats):
-        runs["batched"].append(measure(policy, env_id, seeds, batched_cfg, "batched", r))
-        parts = [measure(policy, env_id, [s], single_cfg, "single", r * 1000 + i) for i, s in enumerate(episodes)]
+        runs["batched"].append(measure(policy, env_id, seeds, batched_cfg, "batched", r, prefix_cache))
+        parts = [measure(policy, env_id, [s], single_cfg, "single", r * 1000 + i, prefix_cache) for i, s in enumerate(episodes)]
         runs["single"].append(Measurement("single", len(parts), sum(p.turns for p in parts), sum(p.tokens for p in parts),
                                           sum(p.seconds for p in parts), sum(p.prompt_tokens for p in parts)))
         runs["engine batched"].append(measure_engine(policy, prompts_1, batched_cfg, True, r))
@@ -140,7 +142,7 @@ def main(
     med = {name: statistics.median(m.tokens_per_s for m in ms) for name, ms in runs.items()}
     summary = {
         "env": env_id, "model": model, "params": policy.num_params, "sft_steps": sft_steps, "threads": threads,
-        "context_mode": context_mode, "max_new_tokens": max_new_tokens, "warm_start_s": warm_s,
+        "context_mode": context_mode, "prefix_cache": prefix_cache, "max_new_tokens": max_new_tokens, "warm_start_s": warm_s,
         "runs": {name: [asdict(m) | {"tokens_per_s": m.tokens_per_s} for m in ms] for name, ms in runs.items()},
         "median_tokens_per_s": med,
         "speedup_collector": med["batched"] / med["single"],
@@ -153,7 +155,8 @@ def main(
              f"{m.seconds:.2f}", f"{m.tokens_per_s:,.0f}", f"{m.turns_per_s:,.1f}",
              f"{m.prompt_tokens / max(m.tokens, 1):.1f}"] for ms in runs.values() for m in ms]
     typer.echo(f"{env_id}, {model} ({policy.num_params:,} params), SFT {sft_steps} steps ({warm_s:.1f} s), "
-               f"torch threads {threads}, max_new_tokens {max_new_tokens}, {context_mode} context")
+               f"torch threads {threads}, max_new_tokens {max_new_tokens}, {context_mode} context, "
+               f"prefix cache {'on' if prefix_cache else 'off'}")
     typer.echo(tabulate(rows, headers=["mode", "batch", "episodes", "turns", "tokens", "s", "tokens/s", "turns/s",
                                        "prompt/generated"]))
     typer.echo(f"median tokens/s, collector: batched {med['batched']:,.0f}, one at a time {med['single']:,.0f}, "

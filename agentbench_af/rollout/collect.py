@@ -2,7 +2,9 @@
 
 For every live trajectory it builds the context from token ids only (rendered environment text and
 the ids that were sampled; generated text is never re-tokenised), asks the engine for one response
-each, labels the sampled ids with token roles, decodes them for the environment, and steps it.
+each, labels the sampled ids with token roles, decodes them for the environment, and steps it. In
+`full` mode each turn's context extends the previous one, so the trajectory index is passed to the
+engine as a cache key (the transformers engine then runs only the new ids; see `prefix_cache`).
 Left out: asynchronous environments (all envs here step in microseconds to milliseconds).
 """
 
@@ -25,7 +27,22 @@ def stable_hash(text: str) -> int:
 
 
 def build_context(chat: ChatFormat, traj: Trajectory, message: str, cfg: RolloutConfig) -> list[int]:
-    """Context ids for the next turn of `traj` whose user message is `message`."""
+    """Context ids for the next turn of `traj` whose user message is `message`.
+
+    In `full` mode this extends the previous turn's context (the same ids as rebuilding it from every
+    message, without tokenising the history again)."""
+    past = traj.turns
+    if cfg.context_mode == "full" and past:
+        last = past[-1]
+        ids = list(last.context_ids) + list(last.response_ids)
+        if not last.response_ids or last.response_ids[-1] not in chat.end_of_turn_ids:
+            ids += list(chat.end_of_turn_ids[:1])
+        return ids + list(chat.next_turn_ids(message, prompt_prefix=cfg.prompt_prefix))
+    return rebuild_context(chat, traj, message, cfg)
+
+
+def rebuild_context(chat: ChatFormat, traj: Trajectory, message: str, cfg: RolloutConfig) -> list[int]:
+    """`build_context` from every kept message (what `full` mode's shortcut must equal)."""
     past = traj.turns
     if cfg.context_mode == "window":
         past = past[-(cfg.window_turns - 1) :] if cfg.window_turns > 1 else []
@@ -53,8 +70,6 @@ def collect_rollouts(
 ) -> list[Trajectory]:
     """Run `cfg.group_size` rollouts for each seed; group i holds the rollouts of `seeds[i]`."""
     env_kwargs = env_kwargs or {}
-    params = SamplingParams(cfg.temperature, cfg.top_p, cfg.max_new_tokens)
-    stop_ids = list(chat.end_of_turn_ids)
     envs, trajs, messages = [], [], []
     for group, seed in enumerate(seeds):
         for _ in range(cfg.group_size):
@@ -65,6 +80,22 @@ def collect_rollouts(
             trajs.append(traj)
             messages.append((obs, turn_message(obs, 1, env.actions_left, env.variant.max_actions_per_turn)))
     live = list(range(len(trajs)))
+    reuse = cfg.context_mode == "full"
+    clear = getattr(engine, "clear_cache", None)
+    if clear is not None:
+        clear()  # stored prefixes were computed by earlier weights
+    try:
+        _collect_turns(engine, tokenizer, chat, cfg, format_role, envs, trajs, messages, live, reuse, progress)
+    finally:
+        if clear is not None:
+            clear()
+    return trajs
+
+
+def _collect_turns(engine, tokenizer, chat, cfg, format_role, envs, trajs, messages, live, reuse, progress) -> None:
+    """Step every live trajectory until all have ended (one batched generation per turn)."""
+    params = SamplingParams(cfg.temperature, cfg.top_p, cfg.max_new_tokens)
+    stop_ids = list(chat.end_of_turn_ids)
     while live:
         contexts = [build_context(chat, trajs[i], messages[i][1], cfg) for i in live]
         too_long = {i for i, ctx in zip(live, contexts, strict=True) if len(ctx) + cfg.max_new_tokens > cfg.max_context_tokens}
@@ -73,7 +104,10 @@ def collect_rollouts(
         keep = [(i, ctx) for i, ctx in zip(live, contexts, strict=True) if i not in too_long]
         if not keep:
             break
-        gens = engine.generate([ctx for _, ctx in keep], params, stop_ids)
+        if reuse:
+            gens = engine.generate([ctx for _, ctx in keep], params, stop_ids, cache_keys=[i for i, _ in keep])
+        else:
+            gens = engine.generate([ctx for _, ctx in keep], params, stop_ids)
         next_live = []
         for (i, ctx), gen in zip(keep, gens, strict=True):
             ids = gen.token_ids
@@ -101,4 +135,3 @@ def collect_rollouts(
         if progress is not None:
             progress(len(keep))
         live = next_live
-    return trajs

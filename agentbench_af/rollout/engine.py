@@ -3,18 +3,24 @@
 The engine knows nothing of environments or turns (the collector drives those). `TransformersEngine`
 batches prompts (sorted by length, left-padded) through `model.generate` with the KV cache, and
 computes each sampled token's log-prob and the entropy of the sampling distribution from the raw
-logits at the sampling temperature. A vLLM engine implements the same `GenerationEngine` protocol.
+logits at the sampling temperature (on CPU, one-token decoding steps use `decode_attention`). A vLLM engine implements the same `GenerationEngine` protocol.
+With `cache_keys` (one hashable per prompt, e.g. a trajectory id), `TransformersEngine` keeps each
+prompt's keys/values after generating and, on a later call with the same key, runs only the ids past
+the stored prefix (`rollout.prefix_cache`); engines may ignore the keys.
 Left out: top-k sampling (FINDINGS: it silently changes the behaviour policy); with top_p < 1 the
 recorded log-probs are those of the temperature-scaled distribution before the nucleus cut.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 import torch
+
+from agentbench_af.rollout.decode_attention import decoding_attention
+from agentbench_af.rollout.prefix_cache import PrefixEntry, PrefixKVStore, cache_is_plain, pack_cache, take_rows
 
 
 @dataclass(frozen=True)
@@ -45,22 +51,51 @@ class Generation:
 
 class GenerationEngine(Protocol):
     def generate(
-        self, prompts: Sequence[Sequence[int]], params: SamplingParams, stop_ids: Sequence[int]
-    ) -> list[Generation]: ...
+        self,
+        prompts: Sequence[Sequence[int]],
+        params: SamplingParams,
+        stop_ids: Sequence[int],
+        cache_keys: Sequence[Hashable] | None = None,
+    ) -> list[Generation]:
+        """One response per prompt. `cache_keys`: a hint that prompt i extends the prompt and response
+        of an earlier call with the same key (engines may reuse its KV cache, or ignore the hint)."""
+        ...
+
+    def clear_cache(self) -> None:
+        """Forget every stored prefix (call it when the weights change)."""
+        ...
 
 
 class TransformersEngine:
     """Batched sampling with a Hugging Face causal LM (`model.generate`, KV cache)."""
 
-    def __init__(self, model, pad_token_id: int, max_batch_size: int = 128) -> None:
+    def __init__(
+        self, model, pad_token_id: int, max_batch_size: int = 128, prefix_cache: bool = True,
+        static_cache: bool | None = None,
+    ) -> None:
         self.model = model
         self.pad_token_id = int(pad_token_id)
         self.max_batch_size = max_batch_size
+        self.prefix_cache = prefix_cache  # False: `cache_keys` are ignored (every prompt is prefilled)
+        self.static_cache = static_cache  # preallocated KV cache; None: on CPU only (measured faster there)
+        self.store = PrefixKVStore()
+
+    def clear_cache(self) -> None:
+        self.store.clear()
 
     @torch.no_grad()
     def generate(
-        self, prompts: Sequence[Sequence[int]], params: SamplingParams, stop_ids: Sequence[int]
+        self,
+        prompts: Sequence[Sequence[int]],
+        params: SamplingParams,
+        stop_ids: Sequence[int],
+        cache_keys: Sequence[Hashable] | None = None,
     ) -> list[Generation]:
+        if cache_keys is not None and len(cache_keys) != len(prompts):
+            raise ValueError(f"got {len(cache_keys)} cache_keys for {len(prompts)} prompts")
+        keys = list(cache_keys) if cache_keys is not None and self.prefix_cache else None
+        if keys is not None:
+            self.store.retain(keys)
         if not prompts:
             return []
         order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
@@ -68,29 +103,50 @@ class TransformersEngine:
         was_training = self.model.training
         self.model.eval()
         try:
-            for start in range(0, len(order), self.max_batch_size):
-                chunk = order[start : start + self.max_batch_size]
-                outs = self._generate_chunk([prompts[i] for i in chunk], params, stop_ids)
-                for i, out in zip(chunk, outs, strict=True):
-                    results[i] = out
+            with decoding_attention(self.model):
+                for start in range(0, len(order), self.max_batch_size):
+                    chunk = order[start : start + self.max_batch_size]
+                    chunk_keys = [keys[i] for i in chunk] if keys is not None else None
+                    outs = self._generate_chunk([prompts[i] for i in chunk], params, stop_ids, chunk_keys)
+                    for i, out in zip(chunk, outs, strict=True):
+                        results[i] = out
         finally:
             self.model.train(was_training)
         return [r for r in results if r is not None]
 
     def _generate_chunk(
-        self, prompts: list[Sequence[int]], params: SamplingParams, stop_ids: Sequence[int]
+        self,
+        prompts: list[Sequence[int]],
+        params: SamplingParams,
+        stop_ids: Sequence[int],
+        keys: list[Hashable] | None = None,
     ) -> list[Generation]:
-        device = next(self.model.parameters()).device
-        width = max(len(p) for p in prompts)
-        input_ids = torch.full((len(prompts), width), self.pad_token_id, dtype=torch.long)  # (B, L)
-        attention = torch.zeros((len(prompts), width), dtype=torch.long)  # (B, L)
-        for row, p in enumerate(prompts):
-            input_ids[row, width - len(p) :] = torch.as_tensor(list(p), dtype=torch.long)
-            attention[row, width - len(p) :] = 1
+        param = next(self.model.parameters())
+        device = param.device
+        cached = [self.store.usable_length(k, p) for k, p in zip(keys, prompts, strict=True)] if keys else [0] * len(prompts)
+        head = max(cached)  # C: cached positions per row (left-padded)
+        tail = max(len(p) - c for p, c in zip(prompts, cached, strict=True))  # N: new ids per row
+        width = head + tail
+        input_ids = torch.full((len(prompts), width), self.pad_token_id, dtype=torch.long)  # (B, C + N)
+        attention = torch.zeros((len(prompts), width), dtype=torch.long)  # (B, C + N)
+        for row, (p, c) in enumerate(zip(prompts, cached, strict=True)):
+            ids = torch.as_tensor(list(p), dtype=torch.long)
+            input_ids[row, head - c : head] = ids[:c]
+            attention[row, head - c : head] = 1
+            input_ids[row, width - (len(p) - c) :] = ids[c:]
+            attention[row, width - (len(p) - c) :] = 1
+        # On CPU a preallocated cache saves re-concatenating every layer's keys/values at every step
+        static = self.static_cache if self.static_cache is not None else device.type == "cpu"
+        capacity = width + params.max_new_tokens if static else None
+        past = None
+        if head > 0 or capacity is not None:
+            entries = [self.store.get(k) for k in keys] if head > 0 else []
+            past = pack_cache(entries, cached if head > 0 else [], self.model.config, param.dtype, device, capacity)
         greedy = params.temperature == 0
         out = self.model.generate(
             input_ids=input_ids.to(device),
             attention_mask=attention.to(device),
+            past_key_values=past,
             do_sample=not greedy,
             temperature=None if greedy else params.temperature,
             top_k=0 if not greedy else None,
@@ -114,9 +170,12 @@ class TransformersEngine:
         for s in stop_ids:
             stop |= new_ids == s
         gens = []
+        store = keys is not None and cache_is_plain(out.past_key_values)
         for row in range(new_ids.shape[0]):
             hits = stop[row].nonzero()
             n = int(hits[0]) + 1 if len(hits) else new_ids.shape[1]
+            if store:
+                self._store_row(keys[row], out.past_key_values, row, prompts[row], cached[row], head, width, new_ids[row, :n])
             gens.append(
                 Generation(
                     token_ids=new_ids[row, :n].tolist(),
@@ -126,3 +185,15 @@ class TransformersEngine:
                 )
             )
         return gens
+
+    def _store_row(self, key, cache, row: int, prompt, cached: int, head: int, width: int, generated) -> None:
+        """Keep row `row`'s keys/values for its prompt and all but its last generated id (the last one was
+        sampled, never run through the model)."""
+        fed = int(generated.shape[0]) - 1
+        columns = torch.cat([
+            torch.arange(head - cached, head),
+            torch.arange(width - (len(prompt) - cached), width),
+            torch.arange(width, width + fed),
+        ]).to(cache.layers[0].keys.device)  # (S,)
+        keys, values = take_rows(cache, row, columns)
+        self.store.put(key, PrefixEntry(list(prompt) + generated[:fed].tolist(), keys, values))
