@@ -20,7 +20,13 @@ from typing import Protocol
 import torch
 
 from agentbench_af.rollout.decode_attention import decoding_attention
-from agentbench_af.rollout.prefix_cache import PrefixEntry, PrefixKVStore, cache_is_plain, pack_cache, take_rows
+from agentbench_af.rollout.prefix_cache import (
+    PrefixEntry,
+    PrefixKVStore,
+    cache_is_plain,
+    pack_cache,
+    take_rows,
+)
 
 
 @dataclass(frozen=True)
