@@ -34,10 +34,9 @@ def build_context(chat: ChatFormat, traj: Trajectory, message: str, cfg: Rollout
     past = traj.turns
     if cfg.context_mode == "full" and past:
         last = past[-1]
-        ids = list(last.context_ids) + list(last.response_ids)
-        if not last.response_ids or last.response_ids[-1] not in chat.end_of_turn_ids:
-            ids += list(chat.end_of_turn_ids[:1])
-        return ids + list(chat.next_turn_ids(message, prompt_prefix=cfg.prompt_prefix))
+        return list(last.context_ids) + closed_response(chat, last.response_ids) + list(
+            chat.next_turn_ids(message, prompt_prefix=cfg.prompt_prefix)
+        )
     return rebuild_context(chat, traj, message, cfg)
 
 
@@ -48,12 +47,18 @@ def rebuild_context(chat: ChatFormat, traj: Trajectory, message: str, cfg: Rollo
         past = past[-(cfg.window_turns - 1) :] if cfg.window_turns > 1 else []
     messages = [t.user_message for t in past] + [message]
     ids = list(chat.prefix_ids(traj.system_prompt, messages[0], prompt_prefix=cfg.prompt_prefix))
-    eot = list(chat.end_of_turn_ids)
     for turn, nxt in zip(past, messages[1:], strict=True):
-        ids += turn.response_ids
-        if not turn.response_ids or turn.response_ids[-1] not in eot:
-            ids += eot[:1]  # a response cut by the token limit still closes its message (not trained on)
+        ids += closed_response(chat, turn.response_ids)
         ids += chat.next_turn_ids(nxt, prompt_prefix=cfg.prompt_prefix)
+    return ids
+
+
+def closed_response(chat: ChatFormat, response_ids: Sequence[int]) -> list[int]:
+    """The sampled ids as they stand in later contexts: a response cut by the token limit still closes
+    its message with an end-of-turn id (not trained on)."""
+    ids = list(response_ids)
+    if not ids or ids[-1] not in chat.end_of_turn_ids:
+        ids += list(chat.end_of_turn_ids[:1])
     return ids
 
 

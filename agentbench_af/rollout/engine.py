@@ -146,8 +146,8 @@ class TransformersEngine:
         capacity = width + params.max_new_tokens if static else None
         past = None
         if head > 0 or capacity is not None:
-            entries = [self.store.get(k) for k in keys] if head > 0 else []
-            past = pack_cache(entries, cached if head > 0 else [], self.model.config, param.dtype, device, capacity)
+            entries = [self.store.get(k) for k in keys] if keys else [None] * len(prompts)
+            past = pack_cache(entries, cached, self.model.config, param.dtype, device, capacity)
         greedy = params.temperature == 0
         out = self.model.generate(
             input_ids=input_ids.to(device),
