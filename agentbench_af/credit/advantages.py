@@ -6,13 +6,15 @@
 - gae: token-level GAE over a trajectory's generated tokens in generation order (samples by
   sample_order, then position), rewards from token_rewards, values from batch.values; returns = A + V.
   The last generated token of a trajectory is terminal (V_next = 0), also for truncated episodes.
+  With cfg.gae_whiten (default) the advantages are then whitened over all generated tokens of the batch
+  (`whiten`); the returns are not.
 - gigpo-step: GiGPO (arXiv 2505.10978): A = A_episode (grpo) + omega * A_step. Turns of trajectories of
   one group with the same observation key form a step group; A_step is the discounted (cfg.gamma, per
   turn) return from that turn, normalised within its step group like grpo.
   Simplified: anchor states are matched by the exact key in turn_obs_key (no similarity matching);
   a turn's reward is the sum of its token_rewards (a turn with no generated token carries none);
   key -1 marks a padded (absent) turn; the paper's default gamma is 0.95, ours is cfg.gamma (1.0).
-Left out: advantage whitening across the batch, reward shaping and KL-in-reward penalties.
+Left out: whitening for the other estimators (grpo and gigpo-step normalise in groups), reward shaping and KL-in-reward penalties.
 """
 
 from __future__ import annotations
@@ -76,9 +78,17 @@ def gae(batch: RolloutBatch, cfg: CreditConfig) -> AdvantageOutput:
         running = torch.where(valid[:, step], delta + discount * running, torch.zeros_like(running))
         next_value = torch.where(valid[:, step], values[:, step], torch.zeros_like(next_value))
         adv[:, step] = running
-    advantages[row, col] = adv[traj, rank]
-    returns[row, col] = adv[traj, rank] + values[traj, rank]
+    raw = adv[traj, rank]  # (M,)
+    returns[row, col] = raw + values[traj, rank]
+    advantages[row, col] = whiten(raw) if cfg.gae_whiten else raw
     return AdvantageOutput(advantages, returns)
+
+
+def whiten(x: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
+    """(M,) -> (M,): (x - mean) / sqrt(var + eps), var Bessel-corrected; one element gives 0."""
+    if x.numel() < 2:
+        return torch.zeros_like(x)
+    return (x - x.mean()) * torch.rsqrt(x.var(correction=1) + eps)
 
 
 def turn_rewards(batch: RolloutBatch, max_turns: int) -> torch.Tensor:

@@ -22,8 +22,10 @@ def token_stats(
     temperature: float = 1.0,
     value_head: nn.Module | None = None,
     with_entropy: bool = True,
+    detach_value_input: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
-    """Returns log-probs (B, T), entropy (B, T) or None, values (B, T) or None."""
+    """Returns log-probs (B, T), entropy (B, T) or None, values (B, T) or None. `detach_value_input`: the
+    value head reads a detached hidden state, so a value loss trains the head and not the trunk."""
     mask = attention_mask.long()
     position_ids = (mask.cumsum(-1) - 1).clamp(min=0)  # (B, T); right padding keeps positions 0..n-1
     out = lm(
@@ -46,6 +48,8 @@ def token_stats(
     values = None
     if value_head is not None:
         hidden = out.hidden_states[-1]  # (B, T, H)
+        if detach_value_input:
+            hidden = hidden.detach()
         # the value of generating token t is read at the position that predicts it (t - 1)
         v = value_head(hidden[:, :-1].float()).squeeze(-1)  # (B, T-1)
         values = torch.nn.functional.pad(v, (1, 0))  # (B, T)

@@ -187,6 +187,7 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True) ->
         update_metrics = ppo_update(
             policy.lm, value_head, optimizer, UpdateInputs(batch, advantage.advantages, advantage.returns, weights),
             cfg.loss, cfg.rl.epochs, cfg.rl.minibatches, max(cfg.rollout.temperature, 1e-6), gen, device, autocast,
+            detach_critic=cfg.rl.critic == "detached",
         )
         scheduler.step()
         done = step + 1

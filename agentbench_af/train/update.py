@@ -42,13 +42,15 @@ def ppo_update(
     generator: torch.Generator,
     device: torch.device,
     autocast_dtype: torch.dtype | None = None,
+    detach_critic: bool = False,
 ) -> dict[str, float]:
-    """Run the update in place; returns mean metrics over minibatches."""
+    """Run the update in place; returns mean metrics over minibatches. The policy's and the value head's
+    gradients are clipped separately (each to loss_cfg.max_grad_norm), so a large value loss cannot shrink
+    the policy's step; `detach_critic`: the value loss does not reach the policy's trunk (`rl.critic`)."""
     batch = inputs.batch
     B = batch.batch_size
     params = [p for p in lm.parameters() if p.requires_grad]
-    if value_head is not None:
-        params += list(value_head.parameters())
+    critic_params = list(value_head.parameters()) if value_head is not None else []
     logs: dict[str, list[float]] = {}
     lm.train()
     for _ in range(epochs):
@@ -61,7 +63,8 @@ def ppo_update(
             mask = mb.response_mask  # (b, t)
             with torch.autocast(device.type, dtype=autocast_dtype, enabled=autocast_dtype is not None):
                 logprobs, entropy, values = token_stats(
-                    lm, mb.input_ids, mb.attention_mask, temperature, value_head=value_head
+                    lm, mb.input_ids, mb.attention_mask, temperature, value_head=value_head,
+                    detach_value_input=detach_critic,
                 )
             surrogate = L.clipped_surrogate(logprobs, mb.old_logprobs, adv, loss_cfg)  # (b, t)
             total = L.agg_loss(w * surrogate, mask, loss_cfg.agg)
@@ -84,6 +87,9 @@ def ppo_update(
             optimizer.zero_grad(set_to_none=True)
             total.backward()
             grad_norm = torch.nn.utils.clip_grad_norm_(params, loss_cfg.max_grad_norm)
+            if critic_params:
+                critic_norm = torch.nn.utils.clip_grad_norm_(critic_params, loss_cfg.max_grad_norm)
+                logs.setdefault("critic_grad_norm", []).append(float(critic_norm))
             optimizer.step()
             for key, value in L.policy_metrics(logprobs.detach(), mb.old_logprobs, mask, loss_cfg).items():
                 logs.setdefault(key, []).append(float(value))

@@ -84,7 +84,7 @@ def test_gae_hand_worked():
     # deltas: d3 = 1 - .4 = .6; d2 = .9*.4 - .3 = .06; d1 = .5 + .9*.3 - .2 = .57; d0 = .9*.2 - .1 = .08
     # A3 = .6; A2 = .06 + .72*.6 = .492; A1 = .57 + .72*.492 = .92424; A0 = .08 + .72*.92424 = .7454528
     batch = gae_hand_batch()
-    out = compute_advantages(batch, CreditConfig(estimator="gae", gamma=0.9, gae_lambda=0.8))
+    out = compute_advantages(batch, CreditConfig(estimator="gae", gamma=0.9, gae_lambda=0.8, gae_whiten=False))
     assert out.advantages[1, 1:3].tolist() == pytest.approx([0.7454528, 0.92424], abs=1e-6)
     assert out.advantages[0, 2:4].tolist() == pytest.approx([0.492, 0.6], abs=1e-6)
     assert out.returns[1, 1:3].tolist() == pytest.approx([0.8454528, 1.12424], abs=1e-6)
@@ -96,9 +96,21 @@ def test_gae_hand_worked():
 
 def test_gae_lambda_one_gamma_one_is_return_to_go_minus_value():
     batch = gae_hand_batch()
-    out = compute_advantages(batch, CreditConfig(estimator="gae", gamma=1.0, gae_lambda=1.0))
+    out = compute_advantages(batch, CreditConfig(estimator="gae", gamma=1.0, gae_lambda=1.0, gae_whiten=False))
     assert out.advantages[1, 1:3].tolist() == pytest.approx([1.5 - 0.1, 1.5 - 0.2], abs=1e-6)
     assert out.advantages[0, 2:4].tolist() == pytest.approx([1.0 - 0.3, 1.0 - 0.4], abs=1e-6)
+
+
+def test_gae_whitened_hand_worked():
+    # the raw advantages of test_gae_hand_worked, A0..A3 = .7454528 .92424 .492 .6: mean .6904232;
+    # deviations .0550296 .2338168 -.1984232 -.0904232, squares sum .10524681, var (/3) .03508227,
+    # std .18730262 -> .29380 1.24834 -1.05937 -.48276; the returns stay unwhitened
+    batch = gae_hand_batch()
+    out = compute_advantages(batch, CreditConfig(estimator="gae", gamma=0.9, gae_lambda=0.8))
+    assert out.advantages[1, 1:3].tolist() == pytest.approx([0.29380, 1.24834], abs=1e-4)
+    assert out.advantages[0, 2:4].tolist() == pytest.approx([-1.05937, -0.48276], abs=1e-4)
+    assert out.returns[1, 1:3].tolist() == pytest.approx([0.8454528, 1.12424], abs=1e-6)
+    assert (out.advantages[~batch.response_mask] == 0).all()
 
 
 def test_gae_without_values_is_a_clear_error():
@@ -252,7 +264,7 @@ def test_vectorised_estimators_equal_slow_loops(seed, mode, by_std, gamma, lam, 
         torch.testing.assert_close(
             compute_advantages(batch, cfg).advantages, slow(batch, cfg), atol=1e-4, rtol=1e-4
         )
-    cfg = CreditConfig(estimator="gae", **kw)
+    cfg = CreditConfig(estimator="gae", gae_whiten=False, **kw)
     out = compute_advantages(batch, cfg)
     adv, ret = slow_gae(batch, cfg)
     torch.testing.assert_close(out.advantages, adv, atol=1e-5, rtol=1e-5)

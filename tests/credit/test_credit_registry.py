@@ -55,6 +55,7 @@ def test_builtins_are_registered():
         ({"top_entropy_fraction": 0.0}, "credit.top_entropy_fraction"),
         ({"gigpo_step_weight": float("nan")}, "credit.gigpo_step_weight must be a finite number"),
         ({"preserve_mass": 1}, "credit.preserve_mass"),
+        ({"gae_whiten": "yes"}, "credit.gae_whiten"),
     ],
 )
 def test_config_rejects_bad_values_in_one_line(kwargs, match):

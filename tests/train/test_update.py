@@ -1,5 +1,6 @@
 """One `ppo_update` moves every trainable parameter (value head included for PPO), and nothing moves
-when every advantage is zero (the loss reaches the weights only through the advantages)."""
+when every advantage is zero (the loss reaches the weights only through the advantages); a detached
+critic's value loss moves its head only."""
 
 import pytest
 import torch
@@ -27,7 +28,7 @@ def rollout_batch(warm_start):
     return trajectories_to_batch(trajs, "full", policy.pad_token_id)
 
 
-def _run(warm_start, batch, weighting, with_value, advantages, epochs=1, minibatches=1):
+def _run(warm_start, batch, weighting, with_value, advantages, epochs=1, minibatches=1, detach_critic=False):
     policy = Policy.load(warm_start)
     head = policy.ensure_value_head() if with_value else None
     params = list(policy.lm.parameters()) + (list(head.parameters()) if head is not None else [])
@@ -40,7 +41,7 @@ def _run(warm_start, batch, weighting, with_value, advantages, epochs=1, minibat
     weights = compute_token_weights(batch, CreditConfig(weighting=weighting))
     optimizer = torch.optim.AdamW(params, lr=1e-3, weight_decay=0.0)
     metrics = ppo_update(policy.lm, head, optimizer, UpdateInputs(batch, advantages, returns, weights), LossConfig(),
-                         epochs, minibatches, 1.0, torch.Generator().manual_seed(0), CPU)
+                         epochs, minibatches, 1.0, torch.Generator().manual_seed(0), CPU, detach_critic=detach_critic)
     names = [n for n, _ in policy.lm.named_parameters()] + ([f"value_head.{n}" for n, _ in head.named_parameters()] if head else [])
     changed = {n: not torch.equal(b, p.detach()) for n, b, p in zip(names, before, params, strict=True)}
     return changed, metrics
@@ -69,3 +70,14 @@ def test_zero_advantages_leave_the_policy_unchanged(warm_start, rollout_batch):
     changed, metrics = _run(warm_start, rollout_batch, "actfocus", False, torch.zeros(rollout_batch.response_mask.shape))
     assert not any(changed.values())
     assert metrics["grad_norm"] == 0.0 and metrics["pg_loss"] == 0.0
+
+
+@pytest.mark.parametrize("detach_critic", [True, False])
+def test_a_detached_critic_trains_only_its_head(warm_start, rollout_batch, detach_critic):
+    # zero advantages: only the value loss has a gradient; it reaches the trunk only when shared
+    changed, metrics = _run(warm_start, rollout_batch, "uniform", True, torch.zeros(rollout_batch.response_mask.shape),
+                            detach_critic=detach_critic)
+    head = {n: c for n, c in changed.items() if n.startswith("value_head")}
+    trunk = {n: c for n, c in changed.items() if not n.startswith("value_head")}
+    assert all(head.values()) and metrics["critic_grad_norm"] > 0
+    assert any(trunk.values()) != detach_critic
