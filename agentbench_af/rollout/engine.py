@@ -19,6 +19,7 @@ from typing import Protocol
 
 import torch
 
+from agentbench_af.rollout.decode_attention import NAME as DECODE_ATTENTION
 from agentbench_af.rollout.decode_attention import decoding_attention
 from agentbench_af.rollout.prefix_cache import (
     PrefixEntry,
@@ -27,6 +28,7 @@ from agentbench_af.rollout.prefix_cache import (
     pack_cache,
     take_rows,
 )
+from agentbench_af.rollout.sampler import sample_rows
 
 
 @dataclass(frozen=True)
@@ -148,6 +150,9 @@ class TransformersEngine:
         if head > 0 or capacity is not None:
             entries = [self.store.get(k) for k in keys] if keys else [None] * len(prompts)
             past = pack_cache(entries, cached, self.model.config, param.dtype, device, capacity)
+        if static and getattr(self.model.config, "_attn_implementation", None) in ("sdpa", DECODE_ATTENTION):
+            return self._sample_chunk(input_ids.to(device), attention.to(device), past, params, stop_ids, prompts,
+                                      cached, keys, head, width)
         greedy = params.temperature == 0
         out = self.model.generate(
             input_ids=input_ids.to(device),
@@ -191,6 +196,18 @@ class TransformersEngine:
                 )
             )
         return gens
+
+    def _sample_chunk(self, input_ids, attention, cache, params: SamplingParams, stop_ids, prompts, cached,
+                      keys, head: int, width: int) -> list[Generation]:
+        """`sample_rows` (finished rows leave the batch), storing each finished row's keys/values as it leaves."""
+        def on_finish(row: int, cache_row: int, ids: list[int], cache) -> None:
+            if keys is not None:
+                self._store_row(keys[row], cache, cache_row, prompts[row], cached[row], head, width,
+                                torch.as_tensor(ids, dtype=torch.long))
+
+        rows = sample_rows(self.model, input_ids[:, head:], attention, cache, params.temperature, params.top_p,
+                           params.max_new_tokens, stop_ids, on_finish)
+        return [Generation(r.token_ids, r.logprobs, r.entropies, r.finished) for r in rows]
 
     def _store_row(self, key, cache, row: int, prompt, cached: int, head: int, width: int, generated) -> None:
         """Keep row `row`'s keys/values for its prompt and all but its last generated id (the last one was
