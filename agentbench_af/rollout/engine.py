@@ -26,6 +26,7 @@ from agentbench_af.rollout.prefix_cache import (
     PrefixKVStore,
     cache_is_plain,
     pack_cache,
+    prefill_shared_prompts,
     take_rows,
 )
 from agentbench_af.rollout.sampler import sample_rows
@@ -132,6 +133,11 @@ class TransformersEngine:
         param = next(self.model.parameters())
         device = param.device
         cached = [self.store.usable_length(k, p) for k, p in zip(keys, prompts, strict=True)] if keys else [0] * len(prompts)
+        entries = [self.store.get(k) for k in keys] if keys else [None] * len(prompts)
+        if self.prefix_cache:  # the G rollouts of one prompt: run its ids once
+            shared = prefill_shared_prompts(self.model, prompts, [c > 0 for c in cached], self.pad_token_id)
+            for row, entry in shared.items():
+                entries[row], cached[row] = entry, len(entry.ids)
         head = max(cached)  # C: cached positions per row (left-padded)
         tail = max(len(p) - c for p, c in zip(prompts, cached, strict=True))  # N: new ids per row
         width = head + tail
@@ -148,7 +154,6 @@ class TransformersEngine:
         capacity = width + params.max_new_tokens if static else None
         past = None
         if head > 0 or capacity is not None:
-            entries = [self.store.get(k) for k in keys] if keys else [None] * len(prompts)
             past = pack_cache(entries, cached, self.model.config, param.dtype, device, capacity)
         if static and getattr(self.model.config, "_attn_implementation", None) in ("sdpa", DECODE_ATTENTION):
             return self._sample_chunk(input_ids.to(device), attention.to(device), past, params, stop_ids, prompts,

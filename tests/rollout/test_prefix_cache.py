@@ -98,3 +98,26 @@ def test_full_context_shortcut_equals_rebuild(frozenlake_policy, max_new_tokens)
             assert traj.turns[k].context_ids == rebuild_context(policy.chat, head, traj.turns[k].user_message, cfg)
             checked += 1
     assert checked > 0
+
+
+def test_repeated_prompts_are_prefilled_once(frozenlake_policy):
+    policy = frozenlake_policy
+    chat, stop = policy.chat, list(policy.chat.end_of_turn_ids)
+    a, b = list(chat.prefix_ids("sys", "Turn 1:\nshort")), list(chat.prefix_ids("sys", "Turn 1:\nanother, longer one"))
+    prompts = [a, b, a, a, b, list(chat.prefix_ids("sys", "Turn 1:\nalone"))]
+    params = SamplingParams(temperature=0.0, max_new_tokens=8)
+    fed = []
+    hook = policy.lm.register_forward_pre_hook(lambda _, args, kw: fed.append(int(kw["input_ids"].numel())), with_kwargs=True)
+    try:
+        shared = TransformersEngine(policy.lm, policy.pad_token_id).generate(prompts, params, stop)
+        shared_fed, fed[:] = sum(fed[:2]), []  # the shared prefill, then the batch's own prefill
+        plain = TransformersEngine(policy.lm, policy.pad_token_id, prefix_cache=False).generate(prompts, params, stop)
+        plain_fed = fed[0]
+    finally:
+        hook.remove()
+    for gs, gp in zip(shared, plain, strict=True):
+        assert gs.token_ids == gp.token_ids
+        assert torch.allclose(torch.tensor(gs.logprobs), torch.tensor(gp.logprobs), atol=1e-4)
+    width = max(len(a), len(b)) - 1
+    assert shared_fed == 2 * width + 6 * len(prompts[-1])  # a and b once; then the new ids, as wide as the lone prompt
+    assert plain_fed == 6 * max(len(p) for p in prompts)
