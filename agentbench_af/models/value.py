@@ -1,8 +1,9 @@
 """A scalar value head for PPO/GAE, and saving/loading a policy with its tokenizer and value head.
 
-Design choice: the critic shares the policy's trunk. `ValueHead` is a `Linear(hidden, 1)` read on the
+Design choice: the critic reads the policy's trunk. `ValueHead` is a `Linear(hidden, 1)` read on the
 LM's last hidden state (after the final norm: `out.hidden_states[-1]` in transformers), so a value
-costs no extra forward pass. `PolicyWithValue(policy, seed)` bundles the two behind
+costs no extra forward pass. The trainer detaches that hidden state by default (`rl.critic: detached`),
+so the value loss trains the head only; `shared` lets it train the trunk too. `PolicyWithValue(policy, seed)` bundles the two behind
 `forward(input_ids, attention_mask) -> (logits (B, T, V), values (B, T))`; `values[:, t]` is read at
 position t (the trainer decides which position scores which token). A separate critic network is
 left out (build a second `PolicyWithValue` if one is wanted); so is a value-loss weighting: the

@@ -31,11 +31,11 @@ def cpu_decode_attention(module, query, key, value, attention_mask, dropout=0.0,
     key, value = repeat_kv(key, groups), repeat_kv(value, groups)  # (B, H, S, D)
     scale = scaling if scaling is not None else query.shape[-1] ** -0.5
     scores = torch.matmul(query, key.transpose(2, 3)) * scale  # (B, H, 1, S)
-    if attention_mask is not None:
+    if attention_mask is not None:  # in place: scores is a fresh tensor
         if attention_mask.dtype == torch.bool:
-            scores = scores.masked_fill(~attention_mask, float("-inf"))
+            scores.masked_fill_(~attention_mask, float("-inf"))
         else:
-            scores = scores + attention_mask
+            scores.add_(attention_mask)
     probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)  # (B, H, 1, S)
     out = torch.matmul(probs, value)  # (B, H, 1, D)
     return out.transpose(1, 2).contiguous(), None

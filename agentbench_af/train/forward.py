@@ -23,9 +23,11 @@ def token_stats(
     value_head: nn.Module | None = None,
     with_entropy: bool = True,
     detach_value_input: bool = False,
+    entropy_grad: bool = True,
 ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
     """Returns log-probs (B, T), entropy (B, T) or None, values (B, T) or None. `detach_value_input`: the
-    value head reads a detached hidden state, so a value loss trains the head and not the trunk."""
+    value head reads a detached hidden state, so a value loss trains the head and not the trunk.
+    `entropy_grad=False`: the entropy is a metric only (no graph, two fewer (B, T, V) tensors kept)."""
     mask = attention_mask.long()
     position_ids = (mask.cumsum(-1) - 1).clamp(min=0)  # (B, T); right padding keeps positions 0..n-1
     out = lm(
@@ -43,7 +45,8 @@ def token_stats(
     logprobs = torch.nn.functional.pad(chosen, (1, 0))  # (B, T)
     entropy = None
     if with_entropy:
-        ent = -(logp_all.exp() * logp_all).sum(-1)  # (B, T-1)
+        with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
+            ent = -(logp_all.exp() * logp_all).sum(-1)  # (B, T-1)
         entropy = torch.nn.functional.pad(ent, (1, 0))  # (B, T)
     values = None
     if value_head is not None:

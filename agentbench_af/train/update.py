@@ -64,7 +64,7 @@ def ppo_update(
             with torch.autocast(device.type, dtype=autocast_dtype, enabled=autocast_dtype is not None):
                 logprobs, entropy, values = token_stats(
                     lm, mb.input_ids, mb.attention_mask, temperature, value_head=value_head,
-                    detach_value_input=detach_critic,
+                    detach_value_input=detach_critic, entropy_grad=loss_cfg.entropy_coef > 0,
                 )
             surrogate = L.clipped_surrogate(logprobs, mb.old_logprobs, adv, loss_cfg)  # (b, t)
             total = L.agg_loss(w * surrogate, mask, loss_cfg.agg)

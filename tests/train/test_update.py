@@ -81,3 +81,12 @@ def test_a_detached_critic_trains_only_its_head(warm_start, rollout_batch, detac
     trunk = {n: c for n, c in changed.items() if not n.startswith("value_head")}
     assert all(head.values()) and metrics["critic_grad_norm"] > 0
     assert any(trunk.values()) != detach_critic
+
+
+def test_entropy_without_a_graph_has_the_same_values(warm_start, rollout_batch):
+    policy = Policy.load(warm_start)
+    b = rollout_batch
+    lp, ent, _ = token_stats(policy.lm, b.input_ids, b.attention_mask)
+    lp2, ent2, _ = token_stats(policy.lm, b.input_ids, b.attention_mask, entropy_grad=False)
+    assert ent.requires_grad and not ent2.requires_grad and lp2.requires_grad
+    assert torch.equal(ent.detach(), ent2) and torch.equal(lp.detach(), lp2.detach())
