@@ -69,9 +69,14 @@ class SFTConfig:
     lr: float = 1e-3
     warmup_steps: int = 10
     episodes: int = 2000  # expert episodes from the training seed range
+    # learning rate after warm-up: constant, or cosine decay to 0 at the last step (the final weights are
+    # then not one noisy step of a constant-rate walk)
+    schedule: Literal["constant", "cosine"] = "constant"
 
     def __post_init__(self) -> None:
         _check_counts(self, "sft", ("lr",), steps=0, batch_size=1, warmup_steps=0, episodes=1)
+        if self.schedule not in ("constant", "cosine"):
+            raise ValueError(f"sft.schedule must be constant or cosine, got {self.schedule!r}")
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,10 @@ from collections.abc import Callable
 
 import numpy as np
 import torch
+from transformers import get_cosine_schedule_with_warmup
 
 from agentbench_af.rollout.to_batch import trajectories_to_batch
-from agentbench_af.train.config import TrainConfig
+from agentbench_af.train.config import SFTConfig, TrainConfig
 from agentbench_af.train.demos import demonstration_trajectories
 from agentbench_af.train.forward import token_stats
 
@@ -29,6 +30,13 @@ def training_seeds(env, count: int, rng: np.random.Generator) -> list[int]:
 
 def warmup_lambda(warmup_steps: int) -> Callable[[int], float]:
     return lambda step: min(1.0, (step + 1) / max(warmup_steps, 1))
+
+
+def sft_scheduler(optimizer: torch.optim.Optimizer, sft: SFTConfig) -> torch.optim.lr_scheduler.LRScheduler:
+    """Linear warm-up over `sft.warmup_steps`, then constant or (cosine) decaying to 0 at `sft.steps`."""
+    if sft.schedule == "cosine":
+        return get_cosine_schedule_with_warmup(optimizer, sft.warmup_steps, sft.steps)
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_lambda(sft.warmup_steps))
 
 
 def sft_warm_start(
@@ -53,7 +61,7 @@ def sft_warm_start(
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else chat.end_of_turn_ids[0]
     data = trajectories_to_batch(trajs, cfg.rollout.context_mode, pad)
     optimizer = torch.optim.AdamW(lm.parameters(), lr=cfg.sft.lr, weight_decay=0.0)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_lambda(cfg.sft.warmup_steps))
+    scheduler = sft_scheduler(optimizer, cfg.sft)
     gen = torch.Generator().manual_seed(cfg.run.seed * 1_000_003 + 7)
     lm.train()
     loss_value = math.nan
