@@ -1,12 +1,15 @@
 """Generation engines: a batch of prompt token ids in, sampled token ids with log-probs out.
 
 The engine knows nothing of environments or turns (the collector drives those). `TransformersEngine`
-batches prompts (sorted by length, left-padded) through `model.generate` with the KV cache, and
-computes each sampled token's log-prob and the entropy of the sampling distribution from the raw
-logits at the sampling temperature (on CPU, one-token decoding steps use `decode_attention`). A vLLM engine implements the same `GenerationEngine` protocol.
+batches prompts (sorted by length, left-padded) with the KV cache and records each sampled token's
+log-prob and the entropy of the sampling distribution at the sampling temperature. On CPU (a
+preallocated `StaticCache`, `sdpa` attention) it decodes with its own loop (`rollout.sampler`: finished
+rows leave the batch; one-token steps use `decode_attention`); otherwise with `model.generate`.
+A vLLM engine implements the same `GenerationEngine` protocol.
 With `cache_keys` (one hashable per prompt, e.g. a trajectory id), `TransformersEngine` keeps each
 prompt's keys/values after generating and, on a later call with the same key, runs only the ids past
-the stored prefix (`rollout.prefix_cache`); engines may ignore the keys.
+the stored prefix (`rollout.prefix_cache`); engines may ignore the keys. Identical prompts of one call
+(the G rollouts of a prompt) are prefilled once.
 Left out: top-k sampling (FINDINGS: it silently changes the behaviour policy); with top_p < 1 the
 recorded log-probs are those of the temperature-scaled distribution before the nucleus cut.
 """
@@ -76,7 +79,7 @@ class GenerationEngine(Protocol):
 
 
 class TransformersEngine:
-    """Batched sampling with a Hugging Face causal LM (`model.generate`, KV cache)."""
+    """Batched sampling with a Hugging Face causal LM and its KV cache (own loop on CPU, else `generate`)."""
 
     def __init__(
         self, model, pad_token_id: int, max_batch_size: int = 128, prefix_cache: bool = True,
