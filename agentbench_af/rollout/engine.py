@@ -32,7 +32,7 @@ from agentbench_af.rollout.prefix_cache import (
     prefill_shared_prompts,
     take_rows,
 )
-from agentbench_af.rollout.sampler import sample_rows
+from agentbench_af.rollout.sampler import sample_rows, tempered
 
 
 @dataclass(frozen=True)
@@ -177,14 +177,13 @@ class TransformersEngine:
             return_dict_in_generate=True,
         )
         new_ids = out.sequences[:, width:].cpu()  # (B, N)
-        temp = 1.0 if greedy else params.temperature
         chosen = torch.zeros(new_ids.shape, dtype=torch.float32)  # (B, N)
         entropy = torch.zeros(new_ids.shape, dtype=torch.float32)  # (B, N)
         for step, step_logits in enumerate(out.logits):  # one (B, V) tensor per step: no (B, N, V) copy
-            logp = torch.log_softmax(step_logits.float() / temp, dim=-1)  # (B, V)
+            logp, ent = tempered(step_logits, params.temperature)  # (B, V), (B,)
             ids = out.sequences[:, width + step].unsqueeze(-1)  # (B, 1)
             chosen[:, step] = logp.gather(-1, ids).squeeze(-1).cpu()
-            entropy[:, step] = (-(logp.exp() * logp).sum(-1)).cpu()
+            entropy[:, step] = ent.cpu()
         stop = torch.zeros_like(new_ids, dtype=torch.bool)
         for s in stop_ids:
             stop |= new_ids == s

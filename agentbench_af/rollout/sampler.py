@@ -34,12 +34,17 @@ class RowOutput:
     finished: bool  # stopped on a stop id (False: reached max_new_tokens)
 
 
+def tempered(logits: torch.Tensor, temperature: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """logits (B, V) -> log-probs (B, V) and entropies (B,) at `temperature` (0, greedy: at 1)."""
+    logp = torch.log_softmax(logits.float() / (temperature if temperature > 0 else 1.0), dim=-1)  # (B, V)
+    return logp, -(logp.exp() * logp).sum(-1)
+
+
 def draw(logits: torch.Tensor, temperature: float, top_p: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """logits (B, V) -> sampled ids (B,), their log-probs (B,) and the entropies (B,) of the temperature-scaled
     distribution; temperature 0 is greedy (log-probs and entropy then at temperature 1)."""
-    logp = torch.log_softmax(logits.float() / (temperature if temperature > 0 else 1.0), dim=-1)  # (B, V)
+    logp, entropy = tempered(logits, temperature)  # (B, V), (B,)
     probs = logp.exp()  # (B, V)
-    entropy = -(probs * logp).sum(-1)  # (B,)
     if temperature == 0:
         ids = logp.argmax(-1)  # (B,)
     else:
@@ -89,7 +94,7 @@ def sample_rows(
     mask[:, :width] = attention.bool()
     positions = attention.long().sum(-1)  # (B,): the position of each row's next id
     prompt_positions = (attention.long().cumsum(-1) - 1).clamp(min=0)[:, -input_ids.shape[1]:]  # (B, N)
-    stops = torch.as_tensor(list(stop_ids), dtype=torch.long, device=device)  # (K,)
+    stops = torch.as_tensor(list(stop_ids), dtype=torch.long)  # (K,)
     out = model(input_ids=input_ids, attention_mask=mask.long(), position_ids=prompt_positions,
                 past_key_values=cache, use_cache=True, logits_to_keep=1)
     logits = out.logits[:, -1]  # (B, V)
@@ -102,8 +107,9 @@ def sample_rows(
     live = torch.ones(batch, dtype=torch.bool)  # (B',): rows still sampling (finished rows wait for a compaction)
     for step in range(max_new_tokens):
         ids, logp, entropy = draw(logits, temperature, top_p)  # (B',) each
-        sampled[rows, step], logprobs[rows, step], entropies[rows, step] = ids.cpu(), logp.cpu(), entropy.cpu()
-        stopped = torch.isin(ids.cpu(), stops.cpu()) & live  # (B',)
+        host_ids = ids.cpu()  # (B',)
+        sampled[rows, step], logprobs[rows, step], entropies[rows, step] = host_ids, logp.cpu(), entropy.cpu()
+        stopped = torch.isin(host_ids, stops) & live  # (B',)
         done = stopped | live if step + 1 == max_new_tokens else stopped  # (B',) rows finishing now
         for cache_row in done.nonzero().squeeze(-1).tolist():
             row = int(rows[cache_row])
@@ -115,8 +121,10 @@ def sample_rows(
             break
         if int((~live).sum()) * COMPACT_AT >= live.numel():  # copying the cache costs a few decoding steps
             keep = live.nonzero().squeeze(-1)  # (B'',)
-            _keep_rows(cache, keep.to(device))
-            rows, live, ids, mask, positions = rows[keep], live[keep], ids[keep.to(device)], mask[keep.to(device)], positions[keep.to(device)]
+            rows, live = rows[keep], live[keep]
+            keep = keep.to(device)
+            _keep_rows(cache, keep)
+            ids, mask, positions = ids[keep], mask[keep], positions[keep]
         mask[:, width + step] = True  # every cache row writes its new id at this cache column
         out = model(input_ids=ids[:, None], attention_mask=mask[:, None, None, :], position_ids=positions[:, None],
                     past_key_values=cache, use_cache=True)
