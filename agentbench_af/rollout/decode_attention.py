@@ -28,6 +28,9 @@ def cpu_decode_attention(module, query, key, value, attention_mask, dropout=0.0,
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
                                       is_causal=is_causal, **kwargs)
     groups = getattr(module, "num_key_value_groups", 1)
+    if attention_mask is not None and attention_mask.shape[-1] < key.shape[2]:
+        # a mask over the filled columns of a preallocated cache: the empty tail is never attended
+        key, value = key[:, :, : attention_mask.shape[-1]], value[:, :, : attention_mask.shape[-1]]
     key, value = repeat_kv(key, groups), repeat_kv(value, groups)  # (B, H, S, D)
     scale = scaling if scaling is not None else query.shape[-1] ** -0.5
     scores = torch.matmul(query, key.transpose(2, 3)) * scale  # (B, H, 1, S)

@@ -126,7 +126,8 @@ def sample_rows(
             _keep_rows(cache, keep)
             ids, mask, positions = ids[keep], mask[keep], positions[keep]
         mask[:, width + step] = True  # every cache row writes its new id at this cache column
-        out = model(input_ids=ids[:, None], attention_mask=mask[:, None, None, :], position_ids=positions[:, None],
+        filled = mask[:, None, None, : width + step + 1]  # (B', 1, 1, filled): the cache columns written so far
+        out = model(input_ids=ids[:, None], attention_mask=filled, position_ids=positions[:, None],
                     past_key_values=cache, use_cache=True)
         logits = out.logits[:, -1]  # (B', V)
         positions = positions + 1

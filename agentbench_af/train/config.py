@@ -89,15 +89,16 @@ class RLConfig:
     epochs: int = 1
     minibatches: int = 1  # optimizer steps per epoch
     weight_decay: float = 0.0
-    # gae's value head reads the policy's last hidden state. detached: its loss trains the head only
-    # (a linear critic on the policy's features); shared: the value loss also trains the policy's trunk.
-    critic: Literal["detached", "shared"] = "detached"
+    # gae's critic. detached: a value head on the policy's last hidden state whose loss trains the head
+    # only (a linear critic on the policy's features); shared: the value loss also trains the policy's
+    # trunk; separate: its own copy of the warm start's trunk plus a head (train.critic), as verl does.
+    critic: Literal["detached", "shared", "separate"] = "detached"
 
     def __post_init__(self) -> None:
         _check_counts(self, "rl", ("lr", "critic_lr"), steps=0, prompts_per_step=1, warmup_steps=0, epochs=1,
                       minibatches=1, weight_decay=0)
-        if self.critic not in ("detached", "shared"):
-            raise ValueError(f"rl.critic must be detached or shared, got {self.critic!r}")
+        if self.critic not in ("detached", "shared", "separate"):
+            raise ValueError(f"rl.critic must be detached, shared or separate, got {self.critic!r}")
 
 
 @dataclass(frozen=True)

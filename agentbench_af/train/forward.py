@@ -76,12 +76,17 @@ def score_batch(
     device: torch.device | str,
     value_head: nn.Module | None = None,
     ref_lm: nn.Module | None = None,
+    critic: nn.Module | None = None,
 ) -> RolloutBatch:
     """Recompute `batch.old_logprobs` with the training forward pass (the same numerics as the update),
-    and set `values` (with a value head) and `ref_logprobs` (with a reference model); in place, on CPU."""
+    and set `values` (with a value head on the policy, or a separate `critic` network mapping
+    (input_ids, attention_mask) -> (B, T) values) and `ref_logprobs` (with a reference model); in place,
+    on CPU."""
     b = batch.to(device)
     old_lp, _, values = token_stats(lm, b.input_ids, b.attention_mask, max(temperature, 1e-6),
                                     value_head=value_head, with_entropy=False)  # (B, T), (B, T) or None
+    if critic is not None:
+        values = critic(b.input_ids, b.attention_mask)  # (B, T)
     batch.old_logprobs = (old_lp * b.response_mask).cpu()  # (B, T)
     if values is not None:
         batch.values = (values * b.response_mask).cpu()  # (B, T)

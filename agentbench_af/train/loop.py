@@ -39,6 +39,7 @@ from agentbench_af.train.checkpoint import (
     save_checkpoint,
 )
 from agentbench_af.train.config import TrainConfig
+from agentbench_af.train.critic import SeparateCritic
 from agentbench_af.train.forward import score_batch
 from agentbench_af.train.policy import Policy, build_policy
 from agentbench_af.train.sft import sft_warm_start, training_seeds, warmup_lambda
@@ -125,12 +126,15 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True) ->
 
     warm_dir = Path(cfg.run.init_from) if cfg.run.init_from else prepare_warm_start(cfg, run_dir / "warm_start", device, show_progress)
     policy = Policy.load(warm_dir, device)
-    value_head = policy.ensure_value_head() if cfg.needs_value_head else None
+    separate = cfg.needs_value_head and cfg.rl.critic == "separate"
+    value_head = policy.ensure_value_head() if cfg.needs_value_head and not separate else None
+    critic = SeparateCritic(policy.lm) if separate else None  # copied from the warm start, before any update
     needs_ref = cfg.loss.kl_coef > 0 or cfg.credit.energy_source == "ref"
     ref_lm = copy.deepcopy(policy.lm).eval().requires_grad_(False) if needs_ref else None
     groups = [{"params": list(policy.lm.parameters()), "lr": cfg.rl.lr}]
-    if value_head is not None:
-        groups.append({"params": list(value_head.parameters()), "lr": cfg.rl.critic_lr})
+    for module in (value_head, critic):
+        if module is not None:
+            groups.append({"params": list(module.parameters()), "lr": cfg.rl.critic_lr})
     optimizer = torch.optim.AdamW(groups, weight_decay=cfg.rl.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_lambda(cfg.rl.warmup_steps))
     engine = TransformersEngine(policy.lm, policy.pad_token_id, cfg.rollout.max_batch_size)
@@ -157,6 +161,8 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True) ->
         policy.lm.load_state_dict(state.model["lm"])
         if value_head is not None:
             value_head.load_state_dict(state.model["value_head"])
+        if critic is not None:
+            critic.load_state_dict(state.model["critic"])
         optimizer.load_state_dict(state.optimizer)
         scheduler.load_state_dict(state.scheduler)
         restore_rng_states(rng)
@@ -178,7 +184,7 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True) ->
         batch, trajs = collect(step)
         t_rollout = time.time() - t0
         # recompute old log-probs with the training forward pass (same numerics as the update)
-        score_batch(policy.lm, batch, cfg.rollout.temperature, device, value_head, ref_lm)
+        score_batch(policy.lm, batch, cfg.rollout.temperature, device, value_head, ref_lm, critic)
         if step == 0:  # the warm-start policy's batch, before any update (kept in checkpoints)
             extra["bottleneck_warm_start"] = bottleneck_snapshot(batch, 0).to_dict()
         advantage = compute_advantages(batch, cfg.credit)
@@ -187,7 +193,7 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True) ->
         update_metrics = ppo_update(
             policy.lm, value_head, optimizer, UpdateInputs(batch, advantage.advantages, advantage.returns, weights),
             cfg.loss, cfg.rl.epochs, cfg.rl.minibatches, max(cfg.rollout.temperature, 1e-6), gen, device, autocast,
-            detach_critic=cfg.rl.critic == "detached",
+            detach_critic=cfg.rl.critic == "detached", critic=critic,
         )
         scheduler.step()
         done = step + 1
@@ -216,7 +222,8 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True) ->
         extra["wall_time_s"] += time.time() - t0
         if done % cfg.run.checkpoint_every == 0 or done == cfg.rl.steps:
             model_state = {"lm": policy.lm.state_dict(),
-                           "value_head": value_head.state_dict() if value_head is not None else None}
+                           "value_head": value_head.state_dict() if value_head is not None else None,
+                           "critic": critic.state_dict() if critic is not None else None}
             save_checkpoint(run_dir, TrainState(done, model_state, optimizer.state_dict(), scheduler.state_dict(), extra))
     bar.close()
 

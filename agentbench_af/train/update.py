@@ -43,16 +43,24 @@ def ppo_update(
     device: torch.device,
     autocast_dtype: torch.dtype | None = None,
     detach_critic: bool = False,
+    critic: nn.Module | None = None,
 ) -> dict[str, float]:
-    """Run the update in place; returns mean metrics over minibatches. The policy's and the value head's
-    gradients are clipped separately (each to loss_cfg.max_grad_norm), so a large value loss cannot shrink
-    the policy's step; `detach_critic`: the value loss does not reach the policy's trunk (`rl.critic`)."""
+    """Run the update in place; returns mean metrics over minibatches. The critic is either `value_head`
+    on the policy's last hidden state or `critic`, a separate network (input_ids, attention_mask) ->
+    (B, T) values (`train.critic.SeparateCritic`). The policy's and the critic's gradients are clipped
+    separately (each to loss_cfg.max_grad_norm), so a large value loss cannot shrink the policy's step;
+    `detach_critic`: the value head's loss does not reach the policy's trunk (`rl.critic`)."""
+    if value_head is not None and critic is not None:
+        raise ValueError("ppo_update takes a value head on the policy or a separate critic, not both")
     batch = inputs.batch
     B = batch.batch_size
     params = [p for p in lm.parameters() if p.requires_grad]
-    critic_params = list(value_head.parameters()) if value_head is not None else []
+    critic_module = value_head if value_head is not None else critic
+    critic_params = list(critic_module.parameters()) if critic_module is not None else []
     logs: dict[str, list[float]] = {}
     lm.train()
+    if critic is not None:
+        critic.train()
     for _ in range(epochs):
         order = torch.randperm(B, generator=generator)
         for chunk in torch.chunk(order, max(1, min(minibatches, B))):
@@ -66,10 +74,12 @@ def ppo_update(
                     lm, mb.input_ids, mb.attention_mask, temperature, value_head=value_head,
                     detach_value_input=detach_critic, entropy_grad=loss_cfg.entropy_coef > 0,
                 )
+                if critic is not None:
+                    values = critic(mb.input_ids, mb.attention_mask)  # (b, t)
             surrogate = L.clipped_surrogate(logprobs, mb.old_logprobs, adv, loss_cfg)  # (b, t)
             total = L.agg_loss(w * surrogate, mask, loss_cfg.agg)
             logs.setdefault("pg_loss", []).append(float(total.detach()))
-            if value_head is not None and inputs.returns is not None:
+            if critic_module is not None and inputs.returns is not None:
                 ret = inputs.returns[chunk, :width].to(device)
                 old_values = mb.values if mb.values is not None else values.detach()
                 vl = L.value_loss(values, old_values, ret, mask, loss_cfg)

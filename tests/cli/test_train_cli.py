@@ -35,7 +35,7 @@ BAD = [
     ("eval.every=0", "eval.every"),
     ("run.checkpoint_every=0", "run.checkpoint_every"),
     ("rl.prompts_per_step=0", "rl.prompts_per_step"),
-    ("rl.critic=separate", "rl.critic"),
+    ("rl.critic=joint", "rl.critic"),
     ("run.init_from=/no/such/dir", "run.init_from"),
     ("rl=3", "rl: expected a mapping"),
     ("no_such_config.yaml", "no_such_config.yaml"),

@@ -20,7 +20,9 @@ from agentbench_af.io import read_jsonl
 from agentbench_af.train import loop
 from agentbench_af.train.checkpoint import latest_checkpoint
 
-METHODS = ("ppo", "grpo+actfocus")
+# case name -> config: ppo-separate also checks that a separate critic network is checkpointed and restored
+CASES = {"ppo": {"method": "ppo"}, "grpo+actfocus": {"method": "grpo+actfocus"},
+         "ppo-separate": {"method": "ppo", "rl__critic": "separate"}}
 VOLATILE = ("time_rollout_s", "time_step_s")
 
 
@@ -28,8 +30,8 @@ class Killed(RuntimeError):
     pass
 
 
-def _config(out_dir, warm_start, method, **extra):
-    return tiny_config(out_dir, method=method, rl__steps=4, run__checkpoint_every=2, eval__every=2,
+def _config(out_dir, warm_start, case, **extra):
+    return tiny_config(out_dir, **CASES[case], rl__steps=4, run__checkpoint_every=2, eval__every=2,
                        run__init_from=str(warm_start), run__name="run", **extra)
 
 
@@ -51,7 +53,7 @@ def _assert_same(a, b):
         assert torch.equal(params_a[name], params_b[name]), name
 
 
-@pytest.fixture(scope="module", params=METHODS)
+@pytest.fixture(scope="module", params=list(CASES))
 def uninterrupted(request, tmp_path_factory, warm_start):
     out = tmp_path_factory.mktemp("a")
     cfg = _config(out, warm_start, request.param)
@@ -60,8 +62,8 @@ def uninterrupted(request, tmp_path_factory, warm_start):
 
 
 def test_killed_and_resumed_run_matches(tmp_path, warm_start, uninterrupted, monkeypatch):
-    method, outcome_a = uninterrupted
-    cfg = _config(tmp_path, warm_start, method)
+    case, outcome_a = uninterrupted
+    cfg = _config(tmp_path, warm_start, case)
     real, calls = loop.collect_rollouts, []
 
     def dies_on_step_4(*args, **kwargs):
@@ -86,10 +88,10 @@ def test_killed_and_resumed_run_matches(tmp_path, warm_start, uninterrupted, mon
 
 
 def test_sigkilled_cli_run_resumes_to_the_same_result(tmp_path, warm_start, uninterrupted):
-    method, outcome_a = uninterrupted
-    if method != "ppo":
+    case, outcome_a = uninterrupted
+    if case != "ppo":
         return  # one method is enough for the (slower) subprocess variant
-    args = tiny_overrides(tmp_path, method=method, rl__steps=4, run__checkpoint_every=2, eval__every=2,
+    args = tiny_overrides(tmp_path, method=case, rl__steps=4, run__checkpoint_every=2, eval__every=2,
                           run__init_from=str(warm_start), run__name="run")
     cmd = [sys.executable, "-c", "from agentbench_af.cli import app; app()", "train", *args, "--quiet"]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}

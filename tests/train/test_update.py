@@ -1,16 +1,21 @@
 """One `ppo_update` moves every trainable parameter (value head included for PPO), and nothing moves
 when every advantage is zero (the loss reaches the weights only through the advantages); a detached
-critic's value loss moves its head only."""
+critic's value loss moves its head only; a separate critic starts as a copy of the trunk and its loss
+moves only the copy."""
+
+import dataclasses
 
 import pytest
 import torch
 from train_helpers import FROZENLAKE
 
 from agentbench_af.credit import CreditConfig, compute_token_weights
+from agentbench_af.models.value import ValueHead
 from agentbench_af.rollout.collect import collect_rollouts
 from agentbench_af.rollout.engine import TransformersEngine
 from agentbench_af.rollout.to_batch import trajectories_to_batch
 from agentbench_af.rollout.types import RolloutConfig
+from agentbench_af.train.critic import SeparateCritic
 from agentbench_af.train.forward import token_stats
 from agentbench_af.train.loss import LossConfig
 from agentbench_af.train.policy import Policy
@@ -90,3 +95,34 @@ def test_entropy_without_a_graph_has_the_same_values(warm_start, rollout_batch):
     lp2, ent2, _ = token_stats(policy.lm, b.input_ids, b.attention_mask, entropy_grad=False)
     assert ent.requires_grad and not ent2.requires_grad and lp2.requires_grad
     assert torch.equal(ent.detach(), ent2) and torch.equal(lp.detach(), lp2.detach())
+
+
+def test_a_separate_critic_starts_as_the_policy_trunk_and_trains_alone(warm_start, rollout_batch):
+    policy = Policy.load(warm_start)
+    b = dataclasses.replace(rollout_batch)  # a shallow copy: the module's batch keeps its own tensors
+    critic = SeparateCritic(policy.lm, seed=3)
+    # a fresh copy reads the same hidden states as a head on the policy itself (same head seed)
+    with torch.no_grad():
+        _, _, on_policy = token_stats(policy.lm, b.input_ids, b.attention_mask, value_head=ValueHead(
+            policy.lm.config.hidden_size, seed=3), with_entropy=False)
+        separate = critic(b.input_ids, b.attention_mask)
+    assert separate.shape == b.input_ids.shape and torch.allclose(separate, on_policy, atol=1e-5)
+    assert torch.all(separate[:, 0] == 0)
+    # zero advantages: only the value loss has a gradient, and it reaches the critic's copy only
+    lm_before = [p.detach().clone() for p in policy.lm.parameters()]
+    critic_before = {n: p.detach().clone() for n, p in critic.named_parameters()}
+    b.old_logprobs = token_stats(policy.lm, b.input_ids, b.attention_mask, with_entropy=False)[0].detach() * b.response_mask
+    b.values = separate * b.response_mask
+    returns = torch.randn(b.response_mask.shape, generator=torch.Generator().manual_seed(1)) * b.response_mask
+    params = list(policy.lm.parameters()) + list(critic.parameters())
+    optimizer = torch.optim.AdamW(params, lr=1e-3, weight_decay=0.0)
+    zeros = torch.zeros(b.response_mask.shape)
+    metrics = ppo_update(policy.lm, None, optimizer, UpdateInputs(b, zeros, returns, torch.ones_like(zeros)),
+                         LossConfig(), 1, 1, 1.0, torch.Generator().manual_seed(0), CPU, critic=critic)
+    assert metrics["value_loss"] > 0 and metrics["critic_grad_norm"] > 0 and metrics["grad_norm"] == 0
+    assert all(torch.equal(a, p) for a, p in zip(lm_before, policy.lm.parameters(), strict=True))
+    unchanged = [n for n, p in critic.named_parameters() if torch.equal(critic_before[n], p.detach())]
+    assert not unchanged, unchanged
+    with pytest.raises(ValueError, match="not both"):
+        ppo_update(policy.lm, policy.ensure_value_head(), optimizer, UpdateInputs(b, zeros, returns, zeros),
+                   LossConfig(), 1, 1, 1.0, torch.Generator().manual_seed(0), CPU, critic=critic)
