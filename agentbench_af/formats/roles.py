@@ -22,7 +22,8 @@ generated id (one turn's response, end-of-turn id included) as reasoning, action
 
 Tags split over several ids, a missing `</think>` or `</answer>`, and text after `</answer>` are all
 handled by step 3. Speed (2-core CPU, fast tokenizers): ~60 us per 100-token response; each id's piece
-is memoised per tokenizer object (so do not add tokens to a tokenizer after its first use here).
+is memoised per tokenizer object, and so are the pieces of short runs of ids that end inside a character
+(so do not add tokens to a tokenizer after its first use here).
 Left out: prompt tokens (the caller marks them `Role.PROMPT`) and batching over responses.
 """
 
@@ -37,6 +38,7 @@ from agentbench_af.formats.parse import Span, find_spans
 from agentbench_af.rollout.batch import Role
 
 WINDOW = 4  # preceding ids decoded with each id: enough for any 4-byte UTF-8 character
+MEMO_RUN = 8  # runs of ids without context-free pieces up to this length are memoised
 _REPLACEMENT = "\ufffd"
 FORMAT_ROLES = {"reasoning": Role.REASONING, "action": Role.ACTION, "format": Role.FORMAT}
 
@@ -60,6 +62,7 @@ class _Detokenizer:
         context = list(tokenizer.encode("a", add_special_tokens=False))
         self.context = context if len(context) == 1 and self.decode(context) == "a" else []
         self.piece: dict[int, str | None] = {}  # id -> its text after the context id; None: not context-free
+        self.run: dict[tuple[int, ...], list[str]] = {}  # short runs without context-free pieces -> their pieces
 
     def cached_pieces(self, ids: list[int]) -> list[str]:
         """Each id's memoised context-free piece (the first id decoded alone); runs of ids without one
@@ -81,9 +84,21 @@ class _Detokenizer:
             j = i  # the run also takes in empty pieces (unknown ids), which a byte decoder skips over
             while j < n and not pieces[j]:
                 j += 1
-            pieces[i:j] = _pieces_exact(ids[i:j], self, self.decode(ids[i:j]))
+            pieces[i:j] = self.run_pieces(ids[i:j])
             i = j
         return pieces  # type: ignore[return-value]
+
+
+    def run_pieces(self, run: list[int]) -> list[str]:
+        """`_pieces_exact` of a run, memoised for runs of up to `MEMO_RUN` ids (the bytes of one
+        multi-byte character, typically); the pieces of a run depend on its ids only."""
+        key = tuple(run)
+        found = self.run.get(key)
+        if found is None:
+            found = _pieces_exact(run, self, self.decode(run))
+            if len(run) <= MEMO_RUN:
+                self.run[key] = found
+        return list(found)
 
 
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
