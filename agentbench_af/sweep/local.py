@@ -1,12 +1,14 @@
 """Local backends: a spawn-context process pool sized to the machine, and an in-process serial loop.
 
 Each pool worker pins torch to `threads` threads (FINDINGS: oversubscribed OpenMP on 2 cores is
-catastrophically slow), so the pool has `cores // threads` workers. One pool serves both stages
-(warm starts, then runs), so workers import torch once. A worker that dies (killed, out of memory)
-breaks the pool: its task and the ones still queued come back as failed with the reason, the next
-stage gets a fresh pool, and a re-run of the sweep retries them. A sweep stopped by Ctrl-C or SIGTERM
-(`stop_on_sigterm`) terminates its workers at once instead of leaving them running; their runs resume
-from their last checkpoints on the next sweep. Left out: resubmitting within a stage.
+catastrophically slow), so the pool has `cores // threads` workers. One pool serves warm starts and
+runs, so workers import torch once. `run(tasks, then=...)` submits the follow-up tasks `then(result)`
+returns as soon as a result arrives (a run once its warm start is ready), behind the tasks already
+queued. A worker that dies (killed, out of memory) breaks the pool: its task and the ones still queued
+come back as failed with the reason, tasks submitted after that get a fresh pool, and a re-run of the
+sweep retries the failed ones. A sweep stopped by Ctrl-C or SIGTERM (`stop_on_sigterm`) terminates its
+workers at once instead of leaving them running; their runs resume from their last checkpoints on the
+next sweep. Left out: resubmitting the tasks a dead worker took down.
 """
 
 from __future__ import annotations
@@ -16,11 +18,15 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 
 from agentbench_af.sweep.tasks import Task, TaskResult, execute, one_line, set_threads
+
+FollowUps = Callable[[TaskResult], list[Task]]  # tasks to submit when a result arrives
 
 
 def available_cores() -> int:
@@ -61,7 +67,7 @@ def stop_on_sigterm() -> Iterator[None]:
 
 
 class SerialBackend:
-    """Run tasks one after another in this process (debugging, tests, one-core machines)."""
+    """Run tasks one after another in this process, first in first out (debugging, tests, one core)."""
 
     def __enter__(self) -> SerialBackend:
         return self
@@ -69,13 +75,17 @@ class SerialBackend:
     def __exit__(self, *exc) -> None:
         return None
 
-    def run(self, tasks: list[Task]) -> Iterator[TaskResult]:
-        for task in tasks:
-            yield execute(task)
+    def run(self, tasks: list[Task], then: FollowUps | None = None) -> Iterator[TaskResult]:
+        queue = deque(tasks)
+        while queue:
+            result = execute(queue.popleft())
+            if then is not None:
+                queue.extend(then(result))
+            yield result
 
 
 class PoolBackend:
-    """A spawn-context process pool shared by the sweep's stages; `run` yields results as they complete."""
+    """A spawn-context process pool shared by the sweep's tasks; `run` yields results as they complete."""
 
     def __init__(self, workers: int, threads: int) -> None:
         self.workers, self.threads = max(1, workers), threads
@@ -99,22 +109,36 @@ class PoolBackend:
                                              initargs=(self.threads,))
         return self._pool
 
-    def run(self, tasks: list[Task]) -> Iterator[TaskResult]:
+    def _submit(self, pending: dict[Future, Task], task: Task) -> None:
+        try:
+            future = self._executor().submit(execute, task)
+        except BrokenProcessPool:  # a worker died: its queued tasks come back failed, new ones get a fresh pool
+            self.__exit__()
+            future = self._executor().submit(execute, task)
+        pending[future] = task
+
+    def run(self, tasks: list[Task], then: FollowUps | None = None) -> Iterator[TaskResult]:
+        """Yield results as they complete; `then(result)`'s tasks are submitted before the result is yielded."""
         if not tasks:
             return
-        pending = {self._executor().submit(execute, task): task for task in tasks}
+        pending: dict[Future, Task] = {}
         try:
+            for task in tasks:
+                self._submit(pending, task)
             while pending:
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
                     task = pending.pop(future)
                     try:
-                        yield future.result()
+                        result = future.result()
                     except Exception as exc:  # noqa: BLE001 - the worker process died, not the run
-                        yield TaskResult(task.kind, task.name, "failed",
-                                         error=f"worker process died ({one_line(exc)})")
+                        result = TaskResult(task.kind, task.name, "failed",
+                                            error=f"worker process died ({one_line(exc)})")
+                    for follow_up in then(result) if then is not None else []:
+                        self._submit(pending, follow_up)
+                    yield result
         finally:
             for future in pending:
                 future.cancel()
         if isinstance(self._pool, ProcessPoolExecutor) and getattr(self._pool, "_broken", False):
-            self.__exit__()  # a broken pool takes no more work; the next stage starts a fresh one
+            self.__exit__()  # a broken pool takes no more work; the next `run` starts a fresh one

@@ -2,14 +2,16 @@
 
 Joins the cluster at `RAY_ADDRESS` when it is set (run directories must then be on a filesystem every
 node sees), else starts a local cluster with `ray.init(num_cpus=...)` and shuts it down afterwards.
-Tasks are not retried by Ray (`max_retries=0`): a crashed worker comes back as a failed run, and a
-re-run of the sweep retries it. Left out: runtime environments (nodes need the package installed).
+Follow-up tasks (`run(tasks, then=...)`: a run once its warm start is ready) are submitted as soon as
+the result they follow arrives. Tasks are not retried by Ray (`max_retries=0`): a crashed worker comes
+back as a failed run, and a re-run of the sweep retries it. Left out: runtime environments (nodes need
+the package installed).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from agentbench_af.sweep.tasks import Task, TaskResult, execute, one_line
 
@@ -45,25 +47,33 @@ class RayBackend:
             _ray().shutdown()
             self._started = False
 
-    def run(self, tasks: list[Task]) -> Iterator[TaskResult]:
-        """Submit every task and yield results as they complete."""
+    def run(self, tasks: list[Task],
+            then: Callable[[TaskResult], list[Task]] | None = None) -> Iterator[TaskResult]:
+        """Submit every task and yield results as they complete; `then(result)`'s tasks are submitted first."""
         if not tasks:
             return
         ray = _ray()
         remote_execute = ray.remote(execute)
         pending = {}
-        for task in tasks:
+
+        def submit(task: Task) -> None:
             options = {"num_cpus": task.threads, "num_gpus": self.gpus, "max_retries": 0, "name": f"{task.kind}:{task.name}"}
             pending[remote_execute.options(**options).remote(task)] = task
+
         try:
+            for task in tasks:
+                submit(task)
             while pending:
                 done, _ = ray.wait(list(pending), num_returns=1)
                 for ref in done:
                     task = pending.pop(ref)
                     try:
-                        yield ray.get(ref)
+                        result = ray.get(ref)
                     except Exception as exc:  # noqa: BLE001 - the worker died, not the run
-                        yield TaskResult(task.kind, task.name, "failed", error=f"ray task died ({one_line(exc)})")
+                        result = TaskResult(task.kind, task.name, "failed", error=f"ray task died ({one_line(exc)})")
+                    for follow_up in then(result) if then is not None else []:
+                        submit(follow_up)
+                    yield result
         finally:
             for ref in pending:
                 ray.cancel(ref, force=True)

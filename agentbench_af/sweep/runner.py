@@ -3,13 +3,17 @@
 `plan_sweep(spec)` looks at each run directory: `done` (record.json completed with the same config
 hash: skipped), `resume` (a checkpoint of the same config), `retry` (a failed record), `new`, or
 `conflict` (the directory holds another config: the sweep refuses to start rather than mix them).
-`run_sweep` runs the shared warm starts as their own parallel stage, then the runs, and returns one
-`RunOutcome` per run in grid order. Left out: cross-run scheduling priorities (runs go in grid order).
+`run_sweep` submits the shared warm starts first, and each run as soon as its own warm start is ready
+(so no worker idles while an unrelated warm start finishes); it returns one `RunOutcome` per run in grid
+order. Left out: cross-run scheduling priorities (ready runs go in grid order, the others in the order
+their warm starts finish).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -147,17 +151,29 @@ def make_backend(backend: Backend, workers: int | None, spec: SweepSpec, n_tasks
     raise SweepError(f"unknown backend {backend!r}; choose local, ray or serial")
 
 
-def _stage(runner, tasks: list[Task], desc: str, show_progress: bool) -> dict[str, TaskResult]:
-    """Run one stage's tasks; a tqdm bar over tasks shows the time left."""
-    results: dict[str, TaskResult] = {}
-    failed = 0
-    with tqdm(total=len(tasks), desc=desc, unit="run", disable=not show_progress or not tasks) as bar:
-        for result in runner.run(tasks):
-            results[result.name] = result
-            failed += result.status == "failed"
-            bar.update(1)
-            bar.set_postfix_str(f"failed {failed}, last {result.name}", refresh=True)
-    return results
+class _Bar:
+    """A tqdm bar over one kind of task that shows the failures so far and the last task's name."""
+
+    def __init__(self, bar: tqdm) -> None:
+        self.bar, self.failed = bar, 0
+
+    def tick(self, name: str, failed: bool, n: int = 1) -> None:
+        self.failed += n if failed else 0
+        self.bar.update(n)
+        self.bar.set_postfix_str(f"failed {self.failed}, last {name}", refresh=True)
+
+
+@contextmanager
+def _bars(n_warm: int, n_runs: int, show_progress: bool) -> Iterator[tuple[_Bar, _Bar]]:
+    """One bar for warm starts and one for runs, open together (runs start while warm starts go on)."""
+    off = not show_progress
+    with (tqdm(total=n_warm, desc="warm starts", unit="run", position=0, disable=off or not n_warm) as warm,
+          tqdm(total=n_runs, desc="runs", unit="run", position=1 if n_warm else 0, disable=off or not n_runs) as runs):
+        yield _Bar(warm), _Bar(runs)
+
+
+def _run_task(run: PlannedRun, spec: SweepSpec) -> Task:
+    return Task("run", run.name, run.cfg, str(run.run_dir), spec.threads_per_run)
 
 
 def _outcome(run: PlannedRun, status: str, result: TaskResult | None = None, final: float | None = None) -> RunOutcome:
@@ -187,19 +203,37 @@ def run_sweep(spec: SweepSpec | str | Path, backend: Backend = "local", workers:
     if plan.todo:
         from agentbench_af.sweep.local import stop_on_sigterm
 
-        with stop_on_sigterm(), backend_cm as runner:
-            warm = _stage(runner, plan.warm_starts, "warm starts", show_progress)
-            bad_warm = {k: r for k, r in warm.items() if r.status == "failed"}
-            tasks = []
-            for run in plan.todo:
-                key = Path(run.cfg.run.init_from).name if spec.warm_start == "shared" else None
-                if key in bad_warm:
-                    error = f"warm start {key} failed: {bad_warm[key].error}"
-                    write_failure(run.cfg, run.run_dir, error, error)
-                    outcomes[run.name] = _outcome(run, "failed", TaskResult("run", run.name, "failed", error=error))
+        waiting: dict[str, list[PlannedRun]] = {task.name: [] for task in plan.warm_starts}
+        ready: list[Task] = []
+        for run in plan.todo:
+            key = Path(run.cfg.run.init_from).name if spec.warm_start == "shared" and run.cfg.run.init_from else None
+            if key in waiting:
+                waiting[key].append(run)
+            else:  # per-run warm start, or the shared one is already on disk
+                ready.append(_run_task(run, spec))
+
+        def then(result: TaskResult) -> list[Task]:
+            """The runs a finished warm start unblocks; a failed one fails them (record.json, error.txt)."""
+            runs = waiting.get(result.name, []) if result.kind == "warm_start" else []
+            if result.status == "completed":
+                return [_run_task(run, spec) for run in runs]
+            error = f"warm start {result.name} failed: {result.error}"
+            for run in runs:
+                write_failure(run.cfg, run.run_dir, error, error)
+                outcomes[run.name] = _outcome(run, "failed", TaskResult("run", run.name, "failed", error=error))
+            return []
+
+        with (stop_on_sigterm(), backend_cm as runner,
+              _bars(len(plan.warm_starts), len(plan.todo), show_progress) as (warm_bar, run_bar)):
+            for result in runner.run(plan.warm_starts + ready, then=then):
+                failed = result.status == "failed"
+                if result.kind == "warm_start":
+                    warm_bar.tick(result.name, failed)
+                    if failed and waiting.get(result.name):
+                        run_bar.tick(waiting[result.name][-1].name, True, len(waiting[result.name]))
                 else:
-                    tasks.append(Task("run", run.name, run.cfg, str(run.run_dir), spec.threads_per_run))
-            results = _stage(runner, tasks, "runs", show_progress)
+                    results[result.name] = result
+                    run_bar.tick(result.name, failed)
     for run in plan.todo:
         result = results.get(run.name)
         if result is None:

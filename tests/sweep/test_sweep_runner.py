@@ -111,6 +111,32 @@ def test_a_failed_warm_start_fails_only_its_runs(tmp_path, tiny_base, monkeypatc
     assert [c.run.seed for c in fake_train] == [0, 0]
 
 
+def test_warm_starts_go_first_then_ready_runs_then_runs_as_their_warm_start_finishes(tmp_path, tiny_base,
+                                                                                    monkeypatch):
+    order = []
+
+    def prepare(cfg, out_dir, device, show_progress=True):
+        order.append(f"warm s{cfg.run.seed}")
+        out_dir.mkdir(parents=True)
+        (out_dir / "policy.json").write_text("{}")
+        return out_dir
+
+    def train(cfg, resume=False, show_progress=True):
+        order.append(f"{cfg.method} s{cfg.run.seed}")
+        return fake_record(cfg)
+
+    monkeypatch.setattr(loop, "prepare_warm_start", prepare)
+    monkeypatch.setattr(loop, "train", train)
+    spec = _spec(tmp_path, tiny_base, warm_start="shared", grid={"methods": ["grpo", "ppo"], "seeds": [0, 1, 2]})
+    on_disk = Path(plan_sweep(spec).runs[2].cfg.run.init_from)  # seed 2's warm start is already there
+    on_disk.mkdir(parents=True)
+    (on_disk / "policy.json").write_text("{}")
+    assert [t.cfg.run.seed for t in plan_sweep(spec).warm_starts] == [0, 1]
+    out = run_sweep(spec, backend="serial", show_progress=False)
+    assert [o.status for o in out] == ["completed"] * 6
+    assert order == ["warm s0", "warm s1", "grpo s2", "ppo s2", "grpo s0", "ppo s0", "grpo s1", "ppo s1"]
+
+
 def test_plan_states_new_resume_retry(tmp_path, tiny_base):
     spec = _spec(tmp_path, tiny_base, grid={"seeds": [0, 1, 2]})
     c0, c1, _ = expand(spec)
