@@ -15,9 +15,7 @@ from agentbench_af.environments.sokoban.solver import solve
 from agentbench_af.environments.sokoban.variants import SokobanVariant
 
 _ACTION_IDS = {name.lower(): i for i, name in enumerate(ACTIONS)}
-STEP_REWARD, ON_TARGET_REWARD, SOLVED_REWARD = -0.1, 1.0, 10.0
-_BUMP = ActionOutcome(valid=True, reward=STEP_REWARD, effective=False)
-_MOVE = ActionOutcome(valid=True, reward=STEP_REWARD, effective=True)
+ON_TARGET_REWARD, SOLVED_REWARD = 1.0, 10.0  # the step reward is the variant's `step_reward` (-0.1)
 _UNKNOWN = f"use one of {', '.join(ACTIONS)}"
 
 
@@ -80,21 +78,22 @@ class SokobanEnv(TextEnv[SokobanVariant]):
         assert layout is not None
         d = layout.deltas[a]
         q = self._player + d
+        step = self.variant.step_reward
         if q not in layout.floor:
-            return _BUMP
+            return ActionOutcome(valid=True, reward=step, effective=False)
         boxes = self._boxes
         if q not in boxes:
             self._player = q
-            return _MOVE
+            return ActionOutcome(valid=True, reward=step, effective=True)
         b2 = q + d
         if b2 not in layout.floor or b2 in boxes:
-            return _BUMP
+            return ActionOutcome(valid=True, reward=step, effective=False)
         boxes.remove(q)
         boxes.add(b2)
         self._player = q
         change = (b2 in self._targets) - (q in self._targets)
         self._on_target += change
-        reward = STEP_REWARD + ON_TARGET_REWARD * change
+        reward = step + ON_TARGET_REWARD * change
         if self._on_target == len(self._targets):
             reward += SOLVED_REWARD
         return ActionOutcome(valid=True, reward=reward, effective=True)

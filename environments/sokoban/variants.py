@@ -1,5 +1,6 @@
 """Sokoban variants (ids registered on import)."""
 
+import math
 from dataclasses import dataclass
 
 from agentbench_af.api import Variant, register
@@ -18,6 +19,7 @@ class SokobanVariant(Variant):
     max_turns: int = 5
     max_actions_per_turn: int = 2
     max_actions_per_episode: int = 10
+    step_reward: float = -0.1  # reward of every valid action, effective or not (RAGEN's step penalty)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -25,6 +27,8 @@ class SokobanVariant(Variant):
             raise ValueError("Sokoban needs size >= 4, num_boxes >= 1 and reverse_steps >= 1")
         if self.num_boxes + 2 > (self.size - 2) ** 2:
             raise ValueError(f"{self.num_boxes} boxes do not fit a {self.size}x{self.size} room")
+        if not math.isfinite(self.step_reward):
+            raise ValueError(f"step_reward must be a finite number, got {self.step_reward!r}")
         if self.min_solution > min(self.reverse_steps, self.max_actions_per_episode):
             raise ValueError("min_solution must fit both reverse_steps and max_actions_per_episode")
 

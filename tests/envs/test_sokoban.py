@@ -121,6 +121,20 @@ def test_push_from_target_to_target_nets_zero():
     assert reward == pytest.approx(-0.1) and not terminated
 
 
+def test_step_reward_override_prices_every_valid_action():
+    env = agentbench_af.make("Sokoban-6x6-1box-v0", step_reward=0.0)
+    env.reset(seed=0)
+    env.set_room(CORRIDOR)
+    _, reward, *_ = _turn(env, "Left")  # into the wall: valid, not effective
+    assert reward == 0.0
+    _, reward, terminated, *_ = _turn(env, "Right", "Right")  # push, then push onto the target
+    assert reward == pytest.approx(1 + 10) and terminated
+    env = _room(CORRIDOR, "Sokoban-6x6-1box-v0")
+    assert env.variant.step_reward == pytest.approx(-0.1)  # the registered default is unchanged
+    with pytest.raises(ValueError, match="step_reward"):
+        agentbench_af.make("Sokoban-6x6-1box-v0", step_reward=float("nan"))
+
+
 def test_deadlock_is_not_terminal_and_the_episode_truncates():
     env = _room("# # # # # #\n# _ _ _ _ #\n# _ _ _ _ #\n# _ _ P X #\n# O _ _ _ #\n# # # # # #")
     for k in range(1, 6):
