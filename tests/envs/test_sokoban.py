@@ -254,3 +254,19 @@ def test_expert_replans_off_the_plan_and_falls_back_when_stuck():
     env.set_room("# # # # # #\n# X _ _ _ #\n# _ P _ _ #\n# _ _ _ O #\n# _ _ _ _ #\n# # # # # #")
     turn = env.expert_turn()
     assert turn.actions == ("Up",) and "No solution" in turn.reasoning
+
+
+def test_state_reasoning_stops_before_the_moves_it_gives():
+    plan = _room(CORRIDOR).expert_turn()
+    state = agentbench_af.make("Sokoban-6x6-1box-v0", expert_reasoning="state")
+    state.reset(seed=0)
+    state.set_room(CORRIDOR)
+    turn = state.expert_turn()
+    assert plan.reasoning.endswith("needs 2 more moves, so I go Right then Right.")
+    assert turn.reasoning == plan.reasoning.split(", so I go")[0] + "."
+    assert turn.actions == plan.actions == ("Right", "Right")
+    state.set_room("# # # # # #\n# X _ _ _ #\n# _ P _ _ #\n# _ _ _ O #\n# _ _ _ _ #\n# # # # # #")
+    stuck = state.expert_turn()
+    assert stuck.reasoning.endswith("actions left.") and stuck.actions == ("Up",)
+    with pytest.raises(ValueError, match="expert_reasoning"):
+        agentbench_af.make("Sokoban-6x6-1box-v0", expert_reasoning="moves")
