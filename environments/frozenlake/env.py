@@ -140,6 +140,11 @@ class FrozenLakeEnv(TextEnv[FrozenLakeVariant]):
         gr, gc = next((i, row.index("G")) for i, row in enumerate(self._desc) if "G" in row)
         reasoning = (
             f"I am at row {r + 1} col {c + 1} and the goal is at row {gr + 1} col {gc + 1}. "
-            f"A safe path needs {len(path)} moves, so I go {' then '.join(moves) or 'nowhere'}."
+            f"A safe path needs {len(path)} moves"
+        )
+        reasoning += (
+            f", so I go {' then '.join(moves) or 'nowhere'}."
+            if self.variant.expert_reasoning == "plan"
+            else "."
         )
         return ExpertTurn(reasoning=reasoning, actions=moves)

@@ -15,6 +15,14 @@ class FrozenLakeVariant(Variant):
     max_turns: int = 5
     max_actions_per_turn: int = 2
     max_actions_per_episode: int = 10
+    # What the expert's reasoning sentence says: "plan" ends with the moves it is about to give ("..., so I
+    # go Down then Right"), "state" stops before them, so the choice is made in the answer only.
+    expert_reasoning: str = "plan"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.expert_reasoning not in ("plan", "state"):
+            raise ValueError(f"expert_reasoning must be 'plan' or 'state', got {self.expert_reasoning!r}")
 
 
 _ENTRY = "agentbench_af.environments.frozenlake.env:FrozenLakeEnv"
