@@ -1,0 +1,33 @@
+"""Every committed leaderboard is generated from committed run records (DESIGN.md: tables are never typed).
+
+For each `leaderboards/<name>/` holding a `table.md`, the records under it must exist, and `agentbench-af
+table` over them must regenerate the committed table and bottleneck files byte for byte. (Records were
+once kept out of git by a `runs/` ignore rule while their tables were committed; this catches that.)
+"""
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from agentbench_af.cli import app
+
+LEADERBOARDS = Path(__file__).resolve().parents[2] / "leaderboards"
+GENERATED = ("table.md", "table.csv", "table.tex", "stats.csv", "bottleneck.md", "bottleneck.csv")
+BOARDS = sorted(p.parent for p in LEADERBOARDS.glob("*/table.md"))
+
+
+def test_there_are_committed_leaderboards():
+    assert BOARDS, f"no leaderboards/*/table.md under {LEADERBOARDS}"
+
+
+@pytest.mark.parametrize("board", BOARDS, ids=[b.name for b in BOARDS])
+def test_leaderboard_tables_regenerate_from_its_records(board, tmp_path):
+    records = sorted(board.rglob("record.json"))
+    assert records, f"{board.name}: table.md is committed but no record.json under it"
+    res = CliRunner().invoke(app, ["table", str(board), "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    for name in GENERATED:
+        committed = board / name
+        if committed.exists():
+            assert (tmp_path / name).read_bytes() == committed.read_bytes(), f"{board.name}/{name} differs"
