@@ -30,6 +30,27 @@ class Variant:
             raise ValueError("turn and action limits must be >= 1")
 
 
+@dataclass(frozen=True)
+class PlanningExpertVariant(Variant):
+    """A variant whose expert sentence can end by naming the moves it gives (`expert_reasoning`).
+
+    "plan" ends it with them ("..., so I go Down then Right."), so a policy that imitates it picks its
+    moves while reasoning; "state" stops before them, so the moves are picked in the answer only.
+    Only warm-start demonstrations read it.
+    """
+
+    expert_reasoning: str = "plan"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.expert_reasoning not in ("plan", "state"):
+            raise ValueError(f"expert_reasoning must be 'plan' or 'state', got {self.expert_reasoning!r}")
+
+    def expert_sentence(self, state: str, moves: str) -> str:
+        """`state` (no final period) ended as this variant says: with ", so I <moves>." or with "."."""
+        return f"{state}, so I {moves}." if self.expert_reasoning == "plan" else f"{state}."
+
+
 class StepInfo(TypedDict, total=False):
     """The `info` dict of `reset` and `step`. The first four keys are always present after `step`."""
 

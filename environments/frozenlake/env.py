@@ -138,13 +138,9 @@ class FrozenLakeEnv(TextEnv[FrozenLakeVariant]):
         path = shortest_path(self._desc, (r, c)) or []
         moves = tuple(ACTIONS[a] for a in path[: self.variant.max_actions_per_turn])
         gr, gc = next((i, row.index("G")) for i, row in enumerate(self._desc) if "G" in row)
-        reasoning = (
+        reasoning = self.variant.expert_sentence(
             f"I am at row {r + 1} col {c + 1} and the goal is at row {gr + 1} col {gc + 1}. "
-            f"A safe path needs {len(path)} moves"
-        )
-        reasoning += (
-            f", so I go {' then '.join(moves) or 'nowhere'}."
-            if self.variant.expert_reasoning == "plan"
-            else "."
+            f"A safe path needs {len(path)} moves",
+            f"go {' then '.join(moves) or 'nowhere'}",
         )
         return ExpertTurn(reasoning=reasoning, actions=moves)

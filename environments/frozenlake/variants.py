@@ -2,11 +2,12 @@
 
 from dataclasses import dataclass
 
-from agentbench_af.api import Variant, register
+from agentbench_af.api import register
+from agentbench_af.api.types import PlanningExpertVariant
 
 
 @dataclass(frozen=True)
-class FrozenLakeVariant(Variant):
+class FrozenLakeVariant(PlanningExpertVariant):
     size: int = 4
     frozen_prob: float = 0.8
     slippery: bool = False
@@ -15,14 +16,6 @@ class FrozenLakeVariant(Variant):
     max_turns: int = 5
     max_actions_per_turn: int = 2
     max_actions_per_episode: int = 10
-    # What the expert's reasoning sentence says: "plan" ends with the moves it is about to give ("..., so I
-    # go Down then Right"), "state" stops before them, so the choice is made in the answer only.
-    expert_reasoning: str = "plan"
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.expert_reasoning not in ("plan", "state"):
-            raise ValueError(f"expert_reasoning must be 'plan' or 'state', got {self.expert_reasoning!r}")
 
 
 _ENTRY = "agentbench_af.environments.frozenlake.env:FrozenLakeEnv"

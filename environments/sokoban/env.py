@@ -131,20 +131,21 @@ class SokobanEnv(TextEnv[SokobanVariant]):
             plan = solve(layout, *state, max_actions=max(self.actions_left, 0)) or ()
             self._remember(*state, plan)
         where = f"I am at {self._spots([self._player])}"
-        says_moves = self.variant.expert_reasoning == "plan"
+        sentence = self.variant.expert_sentence
         if not plan:
             move = self._first_effective()
-            reasoning = f"{where}. No solution fits the {self.actions_left} actions left"
-            reasoning += f", so I just try {move}." if says_moves else "."
+            reasoning = sentence(
+                f"{where}. No solution fits the {self.actions_left} actions left", f"just try {move}"
+            )
             return ExpertTurn(reasoning=reasoning, actions=(move,))
         moves = tuple(ACTIONS[a] for a in plan[: self.variant.max_actions_per_turn])
         loose, free = sorted(self._boxes - self._targets), sorted(self._targets - self._boxes)
-        reasoning = (
+        reasoning = sentence(
             f"{where}; {_plural('box', loose)} off target: {self._spots(loose)}; "
             f"{_plural('free target', free)}: {self._spots(free)}. An optimal solution needs {len(plan)} more "
-            f"{_plural('move', plan)}"
+            f"{_plural('move', plan)}",
+            f"go {' then '.join(moves)}",
         )
-        reasoning += f", so I go {' then '.join(moves)}." if says_moves else "."
         return ExpertTurn(reasoning=reasoning, actions=moves)
 
     def _spots(self, cells: list[int]) -> str:

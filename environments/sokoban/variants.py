@@ -3,11 +3,12 @@
 import math
 from dataclasses import dataclass
 
-from agentbench_af.api import Variant, register
+from agentbench_af.api import register
+from agentbench_af.api.types import PlanningExpertVariant
 
 
 @dataclass(frozen=True)
-class SokobanVariant(Variant):
+class SokobanVariant(PlanningExpertVariant):
     size: int = 6  # the room is size x size, wall border included (gym-sokoban's dim_room)
     num_boxes: int = 1
     floor_steps: int = 30  # length of the random walk that carves the floor
@@ -20,9 +21,6 @@ class SokobanVariant(Variant):
     max_actions_per_turn: int = 2
     max_actions_per_episode: int = 10
     step_reward: float = -0.1  # reward of every valid action, effective or not (RAGEN's step penalty)
-    # What the expert's reasoning sentence says: "plan" ends with the moves it is about to give ("..., so I
-    # go Up then Left"), "state" stops before them, so the choice is made in the answer only.
-    expert_reasoning: str = "plan"
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -32,8 +30,6 @@ class SokobanVariant(Variant):
             raise ValueError(f"{self.num_boxes} boxes do not fit a {self.size}x{self.size} room")
         if not math.isfinite(self.step_reward):
             raise ValueError(f"step_reward must be a finite number, got {self.step_reward!r}")
-        if self.expert_reasoning not in ("plan", "state"):
-            raise ValueError(f"expert_reasoning must be 'plan' or 'state', got {self.expert_reasoning!r}")
         if self.min_solution > min(self.reverse_steps, self.max_actions_per_episode):
             raise ValueError("min_solution must fit both reverse_steps and max_actions_per_episode")
 
