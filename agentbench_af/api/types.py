@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TypedDict
+
+import numpy as np
 
 
 @dataclass(frozen=True)
@@ -32,19 +35,37 @@ class Variant:
 
 @dataclass(frozen=True)
 class PlanningExpertVariant(Variant):
-    """A variant whose expert sentence can end by naming the moves it gives (`expert_reasoning`).
+    """A variant whose expert sentence can end by naming the moves it gives (`expert_reasoning`), and
+    whose expert can take random moves (`expert_action_noise`).
 
-    "plan" ends it with them ("..., so I go Down then Right."), so a policy that imitates it picks its
-    moves while reasoning; "state" stops before them, so the moves are picked in the answer only.
-    Only warm-start demonstrations read it.
+    "plan" ends the sentence with the moves ("..., so I go Down then Right."), so a policy that imitates
+    it picks its moves while reasoning; "state" stops before them, so the moves are picked in the answer
+    only. With `expert_action_noise` = p, each move the expert gives is, with probability p, replaced by
+    a uniformly drawn action word (possibly the same one); the sentence still describes the state
+    truthfully, so demonstrations teach exact reasoning and a partly random action choice. The draw
+    depends only on (episode seed, turn), so the expert is deterministic. Only the expert reads these
+    fields; the game itself is unchanged.
     """
 
     expert_reasoning: str = "plan"
+    expert_action_noise: float = 0.0
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.expert_reasoning not in ("plan", "state"):
             raise ValueError(f"expert_reasoning must be 'plan' or 'state', got {self.expert_reasoning!r}")
+        if not 0.0 <= self.expert_action_noise <= 1.0:
+            raise ValueError(f"expert_action_noise must be in [0, 1], got {self.expert_action_noise!r}")
+
+    def noisy_moves(self, moves: tuple[str, ...], vocabulary: Sequence[str], seed: int | None,
+                    turn: int) -> tuple[str, ...]:
+        """`moves` with each replaced by a random word of `vocabulary` with probability expert_action_noise."""
+        if self.expert_action_noise == 0.0 or not moves:
+            return moves
+        rng = np.random.default_rng([0 if seed is None else int(seed), int(turn), 0xAC7])
+        replace = rng.random(len(moves)) < self.expert_action_noise  # (n_moves,)
+        drawn = rng.integers(0, len(vocabulary), size=len(moves))  # (n_moves,)
+        return tuple(vocabulary[int(d)] if r else m for m, r, d in zip(moves, replace, drawn, strict=True))
 
     def expert_sentence(self, state: str, moves: str) -> str:
         """`state` (no final period) ended as this variant says: with ", so I <moves>." or with "."."""

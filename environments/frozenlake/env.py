@@ -137,6 +137,7 @@ class FrozenLakeEnv(TextEnv[FrozenLakeVariant]):
         r, c = self._cell()
         path = shortest_path(self._desc, (r, c)) or []
         moves = tuple(ACTIONS[a] for a in path[: self.variant.max_actions_per_turn])
+        moves = self.variant.noisy_moves(moves, ACTIONS, self.seed_used, self.turn)
         gr, gc = next((i, row.index("G")) for i, row in enumerate(self._desc) if "G" in row)
         reasoning = self.variant.expert_sentence(
             f"I am at row {r + 1} col {c + 1} and the goal is at row {gr + 1} col {gc + 1}. "

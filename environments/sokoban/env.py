@@ -133,12 +133,13 @@ class SokobanEnv(TextEnv[SokobanVariant]):
         where = f"I am at {self._spots([self._player])}"
         sentence = self.variant.expert_sentence
         if not plan:
-            move = self._first_effective()
+            (move,) = self.variant.noisy_moves((self._first_effective(),), ACTIONS, self.seed_used, self.turn)
             reasoning = sentence(
                 f"{where}. No solution fits the {self.actions_left} actions left", f"just try {move}"
             )
             return ExpertTurn(reasoning=reasoning, actions=(move,))
         moves = tuple(ACTIONS[a] for a in plan[: self.variant.max_actions_per_turn])
+        moves = self.variant.noisy_moves(moves, ACTIONS, self.seed_used, self.turn)
         loose, free = sorted(self._boxes - self._targets), sorted(self._targets - self._boxes)
         reasoning = sentence(
             f"{where}; {_plural('box', loose)} off target: {self._spots(loose)}; "
