@@ -21,6 +21,8 @@ Field meanings (ACTFOCUS.md is the reference for the weighting knobs):
   weight that comes from its energy softmax. tau: softmax temperature. w_max: upper clip of action weights.
 - scope: the action-token set A of the softmax: all action tokens of the trajectory, or of the turn.
 - energy_source: old (rollout log-probs), ref (reference-model log-probs), entropy (rollout entropy).
+  `old` is the spec's default; with tau 1 its softmax weights a token by 1/p of its draw. On the CPU
+  learning checks `entropy` learned and `old` did not (README, FrozenLake v4 / Sokoban v7).
 - preserve_mass: rescale each trajectory's ActFocus weights to sum to its number of generated tokens.
 - format_role: whether `format` tokens count as reasoning (default) or action tokens.
 - top_entropy_fraction: the kept fraction of generated tokens for `top-entropy`.
