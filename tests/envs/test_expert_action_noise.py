@@ -3,6 +3,7 @@
 import pytest
 
 import agentbench_af
+from agentbench_af.api.checker import expert_episode
 from agentbench_af.api.types import PlanningExpertVariant
 
 ENV_IDS = ["FrozenLake-4x4-v0", "Sokoban-6x6-1box-v0"]
@@ -11,15 +12,8 @@ WORDS = ("Up", "Down", "Left", "Right")
 
 def _expert_episode(env_id: str, seed: int, **overrides) -> list[tuple[str, tuple[str, ...]]]:
     """(reasoning, actions) of every turn of one episode played by the expert."""
-    env = agentbench_af.make(env_id, **overrides)
-    env.reset(seed=seed)
-    turns, done = [], False
-    while not done:
-        turn = env.expert_turn()
-        turns.append((turn.reasoning, turn.actions))
-        _, _, terminated, truncated, _ = env.step(f"<think>{turn.reasoning}</think><answer>{' || '.join(turn.actions)}</answer>")
-        done = terminated or truncated
-    return turns
+    _, _, _, turns = expert_episode(agentbench_af.make(env_id, **overrides), seed)
+    return [(turn.reasoning, turn.actions) for turn in turns]
 
 
 def test_hand_worked_draws():
@@ -56,17 +50,8 @@ def test_noise_changes_some_moves_deterministically_and_keeps_the_words(env_id):
 
 def test_noise_lowers_expert_success_on_frozenlake():
     def successes(**overrides) -> int:
-        wins = 0
-        for seed in range(100):
-            env = agentbench_af.make("FrozenLake-4x4-v0", **overrides)
-            env.reset(seed=seed)
-            done, info = False, {}
-            while not done:
-                turn = env.expert_turn()
-                _, _, terminated, truncated, info = env.step(f"<answer>{' || '.join(turn.actions)}</answer>")
-                done = terminated or truncated
-            wins += bool(info["success"])
-        return wins
+        env = agentbench_af.make("FrozenLake-4x4-v0", **overrides)
+        return sum(expert_episode(env, seed)[0] for seed in range(100))
 
     assert successes(expert_action_noise=0.5) < successes()
 
