@@ -1,8 +1,10 @@
 """Built-in advantage estimators: grpo, rloo, gae, gigpo-step. Each is `fn(batch, cfg) -> AdvantageOutput`.
 
 - grpo: a trajectory's return, normalised within its group (`normalise_in_groups`: Bessel-corrected std,
-  groups of one get 0), broadcast to every generated token of the trajectory's samples.
-- rloo: R_i minus the mean of the other returns of its group (groups of one get 0); not std-normalised.
+  float64 statistics; groups of one and groups whose returns are all equal get exactly 0), broadcast to
+  every generated token of the trajectory's samples.
+- rloo: R_i minus the mean of the other returns of its group (groups of one, and groups whose returns are
+  all equal, get exactly 0; float64); not std-normalised.
 - gae: token-level GAE over a trajectory's generated tokens in generation order (samples by
   sample_order, then position), rewards from token_rewards, values from batch.values; returns = A + V.
   The last generated token of a trajectory is terminal (V_next = 0), also for truncated episodes.
@@ -25,6 +27,7 @@ from agentbench_af.credit.config import CreditConfig
 from agentbench_af.credit.groups import (
     broadcast_trajectory,
     compact_ids,
+    group_all_equal,
     group_sum,
     normalise_in_groups,
     trajectory_token_order,
@@ -42,12 +45,13 @@ def grpo(batch: RolloutBatch, cfg: CreditConfig) -> AdvantageOutput:
 @register_advantage("rloo")
 def rloo(batch: RolloutBatch, cfg: CreditConfig) -> AdvantageOutput:
     group, n = compact_ids(batch.traj_group)
-    ret = batch.traj_return.float()  # (N,)
+    ret = batch.traj_return.double()  # (N,) float64: see normalise_in_groups
     total = group_sum(ret, group, n)[group]  # (N,)
     count = group_sum(torch.ones_like(ret), group, n)[group]  # (N,)
     baseline = (total - ret) / (count - 1).clamp(min=1)  # (N,)
-    per_traj = torch.where(count > 1, ret - baseline, torch.zeros_like(ret))  # (N,)
-    return AdvantageOutput(broadcast_trajectory(batch, per_traj))
+    informative = (count > 1) & ~group_all_equal(ret, group, n)[group]  # (N,)
+    per_traj = torch.where(informative, ret - baseline, torch.zeros_like(ret))  # (N,)
+    return AdvantageOutput(broadcast_trajectory(batch, per_traj.float()))
 
 
 @register_advantage("gae")

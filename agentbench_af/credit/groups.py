@@ -26,20 +26,33 @@ def group_sum(values: torch.Tensor, group: torch.Tensor, n_groups: int) -> torch
     return torch.zeros(n_groups, dtype=values.dtype, device=values.device).index_add_(0, group, values)
 
 
+def group_all_equal(values: torch.Tensor, group: torch.Tensor, n_groups: int) -> torch.Tensor:
+    """(N,) values, (N,) group ids in 0..n_groups-1 -> (n_groups,) bool: every value of the group is equal."""
+    lo = torch.full((n_groups,), float("inf"), dtype=values.dtype, device=values.device)
+    hi = torch.full((n_groups,), float("-inf"), dtype=values.dtype, device=values.device)
+    lo = lo.scatter_reduce(0, group, values, reduce="amin", include_self=True)  # (G,)
+    hi = hi.scatter_reduce(0, group, values, reduce="amax", include_self=True)  # (G,)
+    return lo == hi
+
+
 def normalise_in_groups(values: torch.Tensor, ids: torch.Tensor, by_std: bool) -> torch.Tensor:
     """(x - group mean) / (group std + EPS) per element (std with Bessel's correction, as verl and TRL).
 
-    by_std=False only centres. Elements alone in their group get 0: there is nothing to compare with.
+    by_std=False only centres. Statistics are taken in float64 and the result returned in float32.
+    Elements alone in their group, and groups whose values are all equal, get exactly 0: a mean that is
+    one rounding step off (2.4 is not exact in binary) would otherwise give every element of such a
+    group the same nonzero advantage, divided by a std of ~1e-16.
     """
     group, n = compact_ids(ids)
-    x = values.float()  # (N,)
+    x = values.double()  # (N,)
     count = group_sum(torch.ones_like(x), group, n)  # (G,)
     mean = group_sum(x, group, n) / count.clamp(min=1)  # (G,)
     centred = x - mean[group]  # (N,)
     if by_std:
         var = group_sum(centred**2, group, n) / (count - 1).clamp(min=1)  # (G,)
         centred = centred / (var.sqrt()[group] + EPS)
-    return torch.where(count[group] > 1, centred, torch.zeros_like(centred))  # (N,)
+    informative = (count > 1) & ~group_all_equal(x, group, n)  # (G,)
+    return torch.where(informative[group], centred, torch.zeros_like(centred)).float()  # (N,)
 
 
 def broadcast_trajectory(batch: RolloutBatch, per_traj: torch.Tensor) -> torch.Tensor:

@@ -61,6 +61,42 @@ def test_grpo_equal_returns_give_zero():
     assert per_traj(batch, compute_advantages(batch, CreditConfig()).advantages) == [0.0, 0.0, 0.0]
 
 
+# Returns on a 0.1 grid from -5 to 10: most are not exact in binary, so a float32 group mean of G equal
+# values is one rounding step off and the tiny std turned it into a same-sign advantage of up to 0.48.
+EQUAL_RETURN_GRID = [round(-5.0 + 0.1 * k, 1) for k in range(151)]
+
+
+@pytest.mark.parametrize("estimator", ["grpo", "rloo"])
+@pytest.mark.parametrize("by_std", [True, False])
+def test_equal_returns_give_exactly_zero(estimator, by_std):
+    g = 8
+    cfg = CreditConfig(estimator=estimator, grpo_norm_by_std=by_std)
+    for value in EQUAL_RETURN_GRID:
+        batch = one_token_batch([value] * g, [0] * g)
+        adv = compute_advantages(batch, cfg).advantages
+        assert (adv == 0).all(), f"{estimator}: a group of {g} returns {value} got {adv.abs().max().item()}"
+
+
+def test_grpo_equal_group_beside_an_informative_one():
+    # group 0: eight returns 2.4 (the value that gave +0.190 each in float32) -> exactly 0;
+    # group 1: 2.4, 0.4 -> mean 1.4, Bessel std sqrt(2) -> +-0.707107
+    batch = one_token_batch([2.4] * 8 + [2.4, 0.4], [0] * 8 + [1, 1])
+    got = per_traj(batch, compute_advantages(batch, CreditConfig(estimator="grpo")).advantages)
+    assert got[:8] == [0.0] * 8
+    assert got[8:] == pytest.approx([0.707107, -0.707107], abs=1e-5)
+
+
+def test_gigpo_equal_step_returns_give_exactly_zero():
+    # eight trajectories of one group, both turns seen with the same keys and the same turn rewards 0.3,
+    # 2.1: the episode group and both step groups are equal-valued -> every advantage is exactly 0
+    samples = [
+        SampleSpec(traj=i, roles="papa", rewards=[0, 0.3, 0, 2.1], turns=[0, 0, 1, 1]) for i in range(8)
+    ]
+    batch = build_batch(samples, [0] * 8, [2.4] * 8, turn_obs_key=[[10, 20]] * 8)
+    out = compute_advantages(batch, CreditConfig(estimator="gigpo-step", gamma=0.95))
+    assert (out.advantages == 0).all()
+
+
 def test_rloo_hand_worked():
     # group 0: 3, 1, 2 -> 3 - 1.5, 1 - 2.5, 2 - 2; group 1: 1, 0, 0, 0 -> 1, -1/3 x3; group 2 alone -> 0
     batch = one_token_batch([3.0, 1.0, 2.0, 1.0, 0.0, 0.0, 0.0, 4.0], [0, 0, 0, 1, 1, 1, 1, 2])
