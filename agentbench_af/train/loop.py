@@ -21,7 +21,6 @@ from tqdm.auto import tqdm
 
 import agentbench_af
 from agentbench_af.config import ConfigError, config_hash, from_dict, to_dict
-from agentbench_af.credit import compute_advantages, compute_token_weights
 from agentbench_af.diagnose.snapshot import bottleneck_snapshot, record_bottleneck
 from agentbench_af.evaluate.evaluate import evaluate_policy
 from agentbench_af.io import append_jsonl, atomic_write_text, read_jsonl, rewrite_jsonl
@@ -43,7 +42,7 @@ from agentbench_af.train.critic import SeparateCritic
 from agentbench_af.train.forward import score_batch
 from agentbench_af.train.policy import Policy, build_policy
 from agentbench_af.train.sft import sft_warm_start, training_seeds, warmup_lambda
-from agentbench_af.train.update import UpdateInputs, ppo_update
+from agentbench_af.train.step import scores_in_update, update_on_batch
 from agentbench_af.train.warm_eval import shared_warm_eval, warm_eval_key
 
 
@@ -138,6 +137,7 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True) ->
     optimizer = torch.optim.AdamW(groups, weight_decay=cfg.rl.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_lambda(cfg.rl.warmup_steps))
     engine = TransformersEngine(policy.lm, policy.pad_token_id, cfg.rollout.max_batch_size)
+    score_in_update = scores_in_update(cfg, policy.lm, engine, ref_lm, value_head if value_head is not None else critic)
     env = agentbench_af.make(cfg.env.id, **cfg.env.overrides)
 
     def evaluate(step: int) -> dict:
@@ -183,18 +183,15 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True) ->
         t0 = time.time()
         batch, trajs = collect(step)
         t_rollout = time.time() - t0
-        # recompute old log-probs with the training forward pass (same numerics as the update)
-        score_batch(policy.lm, batch, cfg.rollout.temperature, device, value_head, ref_lm, critic)
-        if step == 0:  # the warm-start policy's batch, before any update (kept in checkpoints)
-            extra["bottleneck_warm_start"] = bottleneck_snapshot(batch, 0).to_dict()
-        advantage = compute_advantages(batch, cfg.credit)
-        weights = compute_token_weights(batch, cfg.credit)
+        # old log-probs from the training forward (same numerics as the update): a scoring pass, or the
+        # update's own forward when that is exact (train.step)
         gen = torch.Generator().manual_seed(step_seed(cfg.run.seed, step, 1))
-        update_metrics = ppo_update(
-            policy.lm, value_head, optimizer, UpdateInputs(batch, advantage.advantages, advantage.returns, weights),
-            cfg.loss, cfg.rl.epochs, cfg.rl.minibatches, max(cfg.rollout.temperature, 1e-6), gen, device, autocast,
-            detach_critic=cfg.rl.critic == "detached", critic=critic,
+        batch, update_metrics = update_on_batch(
+            policy.lm, batch, cfg, optimizer, gen, device, autocast, score_in_update=score_in_update,
+            value_head=value_head, critic=critic, ref_lm=ref_lm,
         )
+        if step == 0:  # the warm-start policy's batch, scored before any update (kept in checkpoints)
+            extra["bottleneck_warm_start"] = bottleneck_snapshot(batch, 0).to_dict()
         scheduler.step()
         done = step + 1
         counts = _role_counts(batch)

@@ -2,13 +2,17 @@
 
 Advantages and token weights are computed once for the whole batch (credit assignment is pure tensor
 code in `agentbench_af.credit`) and sliced per minibatch; the per-token loss and its aggregation come
-from `train.loss`. The weights multiply the policy surrogate only. Left out: gradient accumulation
+from `train.loss`. With `UpdateInputs.credit` instead (one epoch, one minibatch: `train.step`), the
+update's forward scores the batch (its detached log-probs are the old log-probs) and credit runs on
+that scored batch before the loss. The weights multiply the policy surrogate only. Left out: gradient accumulation
 across minibatches (one optimizer step per minibatch, as in PPO) and mixed-precision loss scaling.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import torch
 from torch import nn
@@ -18,12 +22,40 @@ from agentbench_af.train import loss as L
 from agentbench_af.train.forward import token_stats
 
 
-@dataclass
-class UpdateInputs:
-    batch: RolloutBatch
+class CreditTensors(NamedTuple):
     advantages: torch.Tensor  # (B, T)
     returns: torch.Tensor | None  # (B, T), for the value loss
     weights: torch.Tensor  # (B, T)
+
+
+@dataclass
+class UpdateInputs:
+    """The batch and its credit: the tensors, or `credit` (scored batch -> tensors) to run after the
+    update's forward has scored the batch; `batch` is then replaced by the scored batch."""
+
+    batch: RolloutBatch
+    advantages: torch.Tensor | None = None  # (B, T)
+    returns: torch.Tensor | None = None  # (B, T), for the value loss
+    weights: torch.Tensor | None = None  # (B, T)
+    credit: Callable[[RolloutBatch], CreditTensors] | None = None
+
+    def __post_init__(self) -> None:
+        if (self.credit is None) == (self.advantages is None or self.weights is None):
+            raise ValueError("UpdateInputs takes advantages and weights, or a credit function, not both")
+
+
+def _score_in_update(inputs: UpdateInputs, chunk: torch.Tensor, logprobs: torch.Tensor, mask: torch.Tensor):
+    """Set the batch's old log-probs to the update's detached log-probs (rows `chunk`, which must be
+    every row) and run credit on it; returns the minibatch's old log-probs and credit tensors."""
+    batch = inputs.batch
+    width = logprobs.shape[1]
+    old = logprobs.detach() * mask  # (b, t)
+    full = torch.zeros_like(batch.old_logprobs)  # (B, T)
+    full[chunk.to(full.device), :width] = old.to(full.device, full.dtype)
+    inputs.batch = replace(batch, old_logprobs=full)
+    credit = inputs.credit(inputs.batch)
+    sliced = [None if t is None else t[chunk, :width].to(old.device) for t in credit]
+    return old, sliced
 
 
 def _mean(values: list[float]) -> float:
@@ -54,6 +86,9 @@ def ppo_update(
         raise ValueError("ppo_update takes a value head on the policy or a separate critic, not both")
     batch = inputs.batch
     B = batch.batch_size
+    if inputs.credit is not None and (epochs != 1 or min(minibatches, B) > 1):
+        raise ValueError("scoring the batch in the update needs one epoch and one minibatch "
+                         f"(got {epochs} epochs, {minibatches} minibatches)")
     params = [p for p in lm.parameters() if p.requires_grad]
     critic_module = value_head if value_head is not None else critic
     critic_params = list(critic_module.parameters()) if critic_module is not None else []
@@ -66,8 +101,6 @@ def ppo_update(
         for chunk in torch.chunk(order, max(1, min(minibatches, B))):
             mb = batch.select(chunk).crop().to(device)
             width = mb.input_ids.shape[1]
-            adv = inputs.advantages[chunk, :width].to(device)  # (b, t)
-            w = inputs.weights[chunk, :width].to(device)  # (b, t)
             mask = mb.response_mask  # (b, t)
             with torch.autocast(device.type, dtype=autocast_dtype, enabled=autocast_dtype is not None):
                 logprobs, entropy, values = token_stats(
@@ -76,11 +109,16 @@ def ppo_update(
                 )
                 if critic is not None:
                     values = critic(mb.input_ids, mb.attention_mask)  # (b, t)
+            if inputs.credit is None:
+                adv = inputs.advantages[chunk, :width].to(device)  # (b, t)
+                ret = None if inputs.returns is None else inputs.returns[chunk, :width].to(device)  # (b, t)
+                w = inputs.weights[chunk, :width].to(device)  # (b, t)
+            else:  # on-policy: this forward is the scoring pass
+                mb.old_logprobs, (adv, ret, w) = _score_in_update(inputs, chunk, logprobs, mask)
             surrogate = L.clipped_surrogate(logprobs, mb.old_logprobs, adv, loss_cfg)  # (b, t)
             total = L.agg_loss(w * surrogate, mask, loss_cfg.agg)
             logs.setdefault("pg_loss", []).append(float(total.detach()))
-            if critic_module is not None and inputs.returns is not None:
-                ret = inputs.returns[chunk, :width].to(device)
+            if critic_module is not None and ret is not None:
                 old_values = mb.values if mb.values is not None else values.detach()
                 vl = L.value_loss(values, old_values, ret, mask, loss_cfg)
                 total = total + loss_cfg.value_coef * vl
