@@ -106,6 +106,7 @@ def ppo_update(
                 logprobs, entropy, values = token_stats(
                     lm, mb.input_ids, mb.attention_mask, temperature, value_head=value_head,
                     detach_value_input=detach_critic, entropy_grad=loss_cfg.entropy_coef > 0,
+                    response_mask=mask,
                 )
                 if critic is not None:
                     values = critic(mb.input_ids, mb.attention_mask)  # (b, t)
