@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from agentbench_af.rollout.batch import RolloutBatch
+from agentbench_af.train.shared_prefix import shared_prefix_logits
 
 
 def token_stats(
@@ -39,20 +40,23 @@ def token_stats(
     mask = attention_mask.long()
     position_ids = (mask.cumsum(-1) - 1).clamp(min=0)  # (B, T); right padding keeps positions 0..n-1
     cols = _logit_columns(lm, response_mask)  # (K,) or None: every position
-    out = lm(
-        input_ids=input_ids,
-        attention_mask=mask,
-        position_ids=position_ids,
-        output_hidden_states=value_head is not None,
-        use_cache=False,
-        **({} if cols is None else {"logits_to_keep": cols}),
-    )
-    if cols is None:
-        logits = out.logits[:, :-1].float()  # (B, T-1, V): predicts tokens 1..T-1
-        targets = input_ids[:, 1:]  # (B, T-1)
+    shared = None
+    if cols is not None and value_head is None and cols.numel():
+        shared = shared_prefix_logits(lm, input_ids, mask, position_ids, cols, response_mask)  # (B, K, V) or None
+    if shared is not None:
+        out = None
+        logits = shared.float()  # (B, K, V)
     else:
-        logits = out.logits.float()  # (B, K, V): predicts the tokens at cols + 1
-        targets = input_ids[:, cols + 1]  # (B, K)
+        out = lm(
+            input_ids=input_ids,
+            attention_mask=mask,
+            position_ids=position_ids,
+            output_hidden_states=value_head is not None,
+            use_cache=False,
+            **({} if cols is None else {"logits_to_keep": cols}),
+        )
+        logits = (out.logits[:, :-1] if cols is None else out.logits).float()  # (B, T-1 or K, V)
+    targets = input_ids[:, 1:] if cols is None else input_ids[:, cols + 1]  # (B, T-1 or K)
     if temperature > 0 and temperature != 1.0:
         logits = logits / temperature
     logp_all = torch.log_softmax(logits, dim=-1)  # (B, K, V)
