@@ -23,10 +23,10 @@ import torch
 from torch import nn
 
 from agentbench_af.credit import compute_advantages, compute_token_weights
+from agentbench_af.models.forward import score_batch
 from agentbench_af.rollout.batch import RolloutBatch
 from agentbench_af.rollout.engine import TransformersEngine
 from agentbench_af.train.config import TrainConfig
-from agentbench_af.train.forward import score_batch
 from agentbench_af.train.update import CreditTensors, UpdateInputs, ppo_update
 
 
@@ -64,7 +64,7 @@ def update_on_batch(
     if score_in_update:
         inputs = UpdateInputs(batch, credit=lambda scored: credit_tensors(scored, cfg))
     else:
-        score_batch(lm, batch, cfg.rollout.temperature, device, value_head, ref_lm, critic)
+        batch = score_batch(lm, batch, cfg.rollout.temperature, device, value_head, ref_lm, critic)
         inputs = UpdateInputs(batch, *credit_tensors(batch, cfg))
     metrics = ppo_update(lm, value_head, optimizer, inputs, cfg.loss, cfg.rl.epochs, cfg.rl.minibatches, temperature,
                          generator, device, autocast_dtype, detach_critic=cfg.rl.critic == "detached", critic=critic)

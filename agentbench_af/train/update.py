@@ -17,9 +17,9 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
+from agentbench_af.models.forward import token_stats
 from agentbench_af.rollout.batch import RolloutBatch
 from agentbench_af.train import loss as L
-from agentbench_af.train.forward import token_stats
 
 
 class CreditTensors(NamedTuple):

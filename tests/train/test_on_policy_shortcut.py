@@ -11,12 +11,12 @@ import pytest
 import torch
 from train_helpers import FROZENLAKE
 
+from agentbench_af.models.policy import Policy
 from agentbench_af.rollout.collect import collect_rollouts
 from agentbench_af.rollout.engine import TransformersEngine
 from agentbench_af.rollout.to_batch import trajectories_to_batch
 from agentbench_af.rollout.types import RolloutConfig
 from agentbench_af.train.config import RLConfig, TrainConfig
-from agentbench_af.train.policy import Policy
 from agentbench_af.train.step import scores_in_update, update_on_batch
 from agentbench_af.train.update import UpdateInputs, ppo_update
 

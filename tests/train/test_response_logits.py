@@ -1,5 +1,5 @@
 """`token_stats(..., response_mask=...)` computes logits only at the columns that predict a generated
-token, and runs a prompt shared by several rows once (`train.shared_prefix`): the log-probs, entropies
+token, and runs a prompt shared by several rows once (`models.shared_prefix`): the log-probs, entropies
 and gradients at generated positions equal the full computation's, and every other position is 0
 (multi-turn batch: generated tokens in several stretches per row)."""
 
@@ -7,13 +7,13 @@ import pytest
 import torch
 from train_helpers import FROZENLAKE
 
+from agentbench_af.models.forward import _logit_columns, token_stats
+from agentbench_af.models.policy import Policy
+from agentbench_af.models.shared_prefix import shared_prefix_length, shared_prefix_logits
 from agentbench_af.rollout.collect import collect_rollouts
 from agentbench_af.rollout.engine import TransformersEngine
 from agentbench_af.rollout.to_batch import trajectories_to_batch
 from agentbench_af.rollout.types import RolloutConfig
-from agentbench_af.train.forward import _logit_columns, token_stats
-from agentbench_af.train.policy import Policy
-from agentbench_af.train.shared_prefix import shared_prefix_length, shared_prefix_logits
 
 
 @pytest.fixture(scope="module")

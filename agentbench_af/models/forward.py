@@ -18,8 +18,8 @@ import inspect
 import torch
 from torch import nn
 
+from agentbench_af.models.shared_prefix import shared_prefix_logits
 from agentbench_af.rollout.batch import RolloutBatch
-from agentbench_af.train.shared_prefix import shared_prefix_logits
 
 
 def token_stats(
