@@ -228,7 +228,7 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True) ->
 
     # one more batch with the same recipe (the one a step cfg.rl.steps + 1 would sample) for the final ratio
     final_batch, _ = collect(cfg.rl.steps)
-    score_batch(policy.lm, final_batch, cfg.rollout.temperature, device)
+    final_batch = score_batch(policy.lm, final_batch, cfg.rollout.temperature, device)
     bottleneck = record_bottleneck(extra.get("bottleneck_warm_start"), bottleneck_snapshot(final_batch, cfg.rl.steps))
     final = extra["curve"][-1] if extra["curve"] else evaluate(cfg.rl.steps)
     policy.save(run_dir / "final_policy")

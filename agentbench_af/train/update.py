@@ -1,11 +1,12 @@
 """One PPO/GRPO policy update over a rollout batch: epochs x minibatches of the weighted clipped loss.
 
 Advantages and token weights are computed once for the whole batch (credit assignment is pure tensor
-code in `agentbench_af.credit`) and sliced per minibatch; the per-token loss and its aggregation come
-from `train.loss`. With `UpdateInputs.credit` instead (one epoch, one minibatch: `train.step`), the
-update's forward scores the batch (its detached log-probs are the old log-probs) and credit runs on
-that scored batch before the loss. The weights multiply the policy surrogate only. Left out: gradient accumulation
-across minibatches (one optimizer step per minibatch, as in PPO) and mixed-precision loss scaling.
+code in `agentbench_af.credit`) and sliced per minibatch; every loss term is a `train.loss` function
+(`policy_loss`, `value_loss`, `kl_k3`, `entropy_bonus`). The weights multiply the policy surrogate only.
+With `UpdateInputs.credit` instead (one epoch, one minibatch: `train.step`), the update's forward
+scores the batch (its detached log-probs are the old log-probs) and credit runs on that scored batch
+before the loss. Left out: gradient accumulation across minibatches (one optimizer step per minibatch,
+as in PPO) and mixed-precision loss scaling.
 """
 
 from __future__ import annotations
@@ -44,18 +45,27 @@ class UpdateInputs:
             raise ValueError("UpdateInputs takes advantages and weights, or a credit function, not both")
 
 
-def _score_in_update(inputs: UpdateInputs, chunk: torch.Tensor, logprobs: torch.Tensor, mask: torch.Tensor):
-    """Set the batch's old log-probs to the update's detached log-probs (rows `chunk`, which must be
-    every row) and run credit on it; returns the minibatch's old log-probs and credit tensors."""
+def _score_in_update(inputs: UpdateInputs, chunk: torch.Tensor, logprobs: torch.Tensor,
+                     entropy: torch.Tensor | None, mask: torch.Tensor):
+    """Set the batch's old log-probs (and entropies) to the update's detached ones (rows `chunk`, which
+    must be every row: the fields a scoring pass would set) and run credit on the scored batch; returns
+    the minibatch's old log-probs and credit tensors."""
     batch = inputs.batch
     width = logprobs.shape[1]
-    old = logprobs.detach() * mask  # (b, t)
-    full = torch.zeros_like(batch.old_logprobs)  # (B, T)
-    full[chunk.to(full.device), :width] = old.to(full.device, full.dtype)
-    inputs.batch = replace(batch, old_logprobs=full)
+    rows = chunk.to(batch.old_logprobs.device)
+
+    def scatter(values: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+        full = torch.zeros_like(like)  # (B, T)
+        full[rows, :width] = (values.detach() * mask).to(full.device, full.dtype)
+        return full
+
+    updates = {"old_logprobs": scatter(logprobs, batch.old_logprobs)}
+    if entropy is not None:
+        updates["entropy"] = scatter(entropy, batch.entropy)
+    inputs.batch = replace(batch, **updates)
     credit = inputs.credit(inputs.batch)
-    sliced = [None if t is None else t[chunk, :width].to(old.device) for t in credit]
-    return old, sliced
+    sliced = [None if t is None else t[chunk, :width].to(logprobs.device) for t in credit]
+    return logprobs.detach() * mask, sliced
 
 
 def _mean(values: list[float]) -> float:
@@ -115,9 +125,8 @@ def ppo_update(
                 ret = None if inputs.returns is None else inputs.returns[chunk, :width].to(device)  # (b, t)
                 w = inputs.weights[chunk, :width].to(device)  # (b, t)
             else:  # on-policy: this forward is the scoring pass
-                mb.old_logprobs, (adv, ret, w) = _score_in_update(inputs, chunk, logprobs, mask)
-            surrogate = L.clipped_surrogate(logprobs, mb.old_logprobs, adv, loss_cfg)  # (b, t)
-            total = L.agg_loss(w * surrogate, mask, loss_cfg.agg)
+                mb.old_logprobs, (adv, ret, w) = _score_in_update(inputs, chunk, logprobs, entropy, mask)
+            total = L.policy_loss(logprobs, mb.old_logprobs, adv, w, mask, loss_cfg)
             logs.setdefault("pg_loss", []).append(float(total.detach()))
             if critic_module is not None and ret is not None:
                 old_values = mb.values if mb.values is not None else values.detach()
@@ -131,8 +140,7 @@ def ppo_update(
                 total = total + loss_cfg.kl_coef * kl
                 logs.setdefault("kl_ref", []).append(float(kl.detach()))
             if loss_cfg.entropy_coef > 0 and entropy is not None:
-                ent = L.agg_loss(entropy, mask, loss_cfg.agg)
-                total = total - loss_cfg.entropy_coef * ent
+                total = total - loss_cfg.entropy_coef * L.entropy_bonus(entropy, mask, loss_cfg.agg)
             optimizer.zero_grad(set_to_none=True)
             total.backward()
             grad_norm = torch.nn.utils.clip_grad_norm_(params, loss_cfg.max_grad_norm)
