@@ -3,8 +3,8 @@
 The scoring pass (`score_batch`) recomputes the batch's old log-probs with a no-grad forward of the
 trained model, so that the PPO ratio compares two forwards with the same numerics. When the update
 takes exactly one optimizer step from the policy that sampled the batch (one epoch, one minibatch),
-the update's own forward is that pass: its detached log-probs are the old log-probs (the ratio is 1 at
-every token) and the separate pass is skipped (`scores_in_update`). Credit assignment then runs inside
+the update's own forward is that pass: its detached log-probs (and entropies) are the old ones (the
+ratio is 1 at every token) and the separate pass is skipped (`scores_in_update`). Credit assignment then runs inside
 the update, after that forward, on the batch it scored, so estimators and token weights that read old
 log-probs (ActFocus with `energy_source: old`) see the same numbers as with the pass.
 
