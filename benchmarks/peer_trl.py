@@ -172,7 +172,10 @@ def trl_trainer(model_dir: Path, cfg: TrainConfig, rows: list[dict], total_steps
     trainer = GRPOTrainer(model=str(model_dir), reward_funcs=env_reward, args=args,
                           train_dataset=Dataset.from_list(rows), processing_class=tokenizer, callbacks=[callback])
     trainer.remove_callback(PrinterCallback)  # it prints the run's summary dict on stdout (breaks --json)
-    if getattr(trainer.model, "is_gradient_checkpointing", False) or trainer.model.dtype != torch.float32:
+    checkpointing = getattr(trainer.model, "is_activation_checkpointing", None)
+    if checkpointing is None:  # transformers < 5.24
+        checkpointing = getattr(trainer.model, "is_gradient_checkpointing", False)
+    if checkpointing or trainer.model.dtype != torch.float32:
         raise RuntimeError("TRL's model runs with gradient checkpointing or not in fp32; the comparison needs neither")
     return trainer
 
