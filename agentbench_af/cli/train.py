@@ -1,4 +1,4 @@
-"""Training commands: `train CONFIG.yaml [key=value ...] [--resume]` and `eval RUN_DIR`.
+"""Training commands: `train CONFIG.yaml [key=value ...] [--resume | --overwrite]` and `eval RUN_DIR`.
 
 Left out: launching several runs (that is `sweep`) and remote logging (metrics stay in the run folder).
 """
@@ -25,6 +25,7 @@ def train_command(
     config: Path = typer.Argument(None, help="YAML config (see baselines/). Omit to use the defaults."),
     overrides: list[str] = typer.Argument(None, help="Overrides such as rl.steps=10 env.id=Sokoban-6x6-1box-v0."),
     resume: bool = typer.Option(False, "--resume", help="Continue a killed run from its last checkpoint."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Empty the run folder first (its files are lost)."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bars."),
 ) -> None:
     """Train a policy (warm start + RL) and write a run directory with record.json."""
@@ -37,20 +38,23 @@ def train_command(
         cfg = load_config(TrainConfig, config, overrides or [])
     except ConfigError as exc:
         raise _fail(str(exc)) from exc
-    import agentbench_af
+    from agentbench_af.train.preflight import check_runnable
 
     try:
-        agentbench_af.make(cfg.env.id, **cfg.env.overrides)
-    except (KeyError, TypeError, ValueError, ImportError) as exc:
-        raise _fail(f"env: {exc.args[0] if exc.args else exc}") from exc
-    problem = _preflight(cfg)
-    if problem:
-        raise _fail(problem)
+        check_runnable(cfg)
+    except ConfigError as exc:
+        raise _fail(str(exc)) from exc
+    from agentbench_af.io import WriteError
+    from agentbench_af.tensor_files import UnsafeFileError
     from agentbench_af.train.loop import train
 
+    if resume and overwrite:
+        raise _fail("--resume and --overwrite exclude each other")
     try:
-        record = train(cfg, resume=resume, show_progress=not quiet)
-    except FileExistsError as exc:  # a finished run, a checkpoint without --resume, a changed config
+        record = train(cfg, resume=resume, show_progress=not quiet, overwrite=overwrite)
+    except FileExistsError as exc:  # busy (locked), a finished run, a checkpoint without --resume, a changed config
+        raise _fail(str(exc)) from exc
+    except (WriteError, UnsafeFileError) as exc:  # a full disk, a read-only folder; a checkpoint that is not plain data
         raise _fail(str(exc)) from exc
     except FileNotFoundError as exc:  # model.path not on this machine (PretrainedNotFoundError)
         raise _fail(f"model.path: {exc}") from exc
@@ -59,30 +63,6 @@ def train_command(
         f"(warm start {record.warm_start_success:.3f}) over {cfg.eval.episodes} eval episodes; "
         f"record: {Path(cfg.run.out_dir) / cfg.run_name / 'record.json'}"
     )
-
-
-def _preflight(cfg) -> str | None:
-    """The checks that need more than the config's own types: one line naming the key, or None."""
-    from agentbench_af.evaluate.evaluate import eval_seeds
-    from agentbench_af.train.loop import resolve_device
-
-    if not cfg.model.path:
-        from agentbench_af.models.tiny import TINY_SPECS
-
-        if cfg.model.name not in TINY_SPECS:
-            return f"model.name: unknown tiny policy {cfg.model.name!r}; choose one of {list(TINY_SPECS)} or set model.path"
-    if cfg.model.path and cfg.model.path.startswith(("/", ".", "~")) and not Path(cfg.model.path).expanduser().is_dir():
-        return f"model.path: no directory {cfg.model.path}"
-    if cfg.run.init_from and not Path(cfg.run.init_from).is_dir():
-        return f"run.init_from: {cfg.run.init_from} is not a directory"
-    try:
-        resolve_device(cfg)
-        eval_seeds(cfg.env.id, cfg.eval.episodes, cfg.env.overrides)
-    except RuntimeError as exc:
-        return str(exc)
-    except ValueError as exc:
-        return f"eval.episodes: {exc}"
-    return None
 
 
 @app.command("eval")

@@ -141,7 +141,7 @@ def expand(spec: SweepSpec) -> list[TrainConfig]:
                     grid += _model_override(model) if model else []
                     data = apply_overrides(base, grid + list(spec.overrides) + list(spec.per_env.get(env_id, [])))
                     cfg = from_dict(TrainConfig, data)
-                    run = {"out_dir": str(runs_dir), "name": cfg.run_name, "threads": spec.threads_per_run}
+                    run = {"out_dir": str(runs_dir), "name": cfg.run.name or cfg.run_label, "threads": spec.threads_per_run}
                     if spec.warm_start == "shared":
                         run["init_from"] = str(ws_dir / warm_start_key(cfg))
                     out.append(from_dict(TrainConfig, {**to_dict(cfg), "run": {**to_dict(cfg)["run"], **run}}))
