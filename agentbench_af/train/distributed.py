@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypeVar
 
+import numpy as np
 import torch
 import torch.distributed as dist
 
@@ -56,6 +57,19 @@ def ranks_from_env(environ: dict[str, str] | None = None) -> Ranks:
     if world < 1 or not 0 <= rank < world or local < 0:
         raise ValueError(f"bad torchrun ranks: RANK={rank} WORLD_SIZE={world} LOCAL_RANK={local}")
     return Ranks(rank, world, local)
+
+
+def check_world(cfg, ranks: Ranks) -> None:
+    """Raise ValueError (one line) when `ranks` cannot share `cfg`'s batch: every rank takes the same number
+    of prompts (`rl.prompts_per_step` a multiple of the world size) and of minibatches."""
+    if not ranks.active:
+        return
+    if cfg.rl.prompts_per_step % ranks.world_size:
+        raise ValueError(f"rl.prompts_per_step={cfg.rl.prompts_per_step} does not split evenly over "
+                         f"{ranks.world_size} processes; use a world size that divides it")
+    if cfg.rl.minibatches > cfg.rl.prompts_per_step // ranks.world_size * cfg.rollout.group_size:
+        raise ValueError(f"rl.minibatches={cfg.rl.minibatches} is more than the {cfg.rl.prompts_per_step // ranks.world_size}"
+                         f" x {cfg.rollout.group_size} rollouts of each of {ranks.world_size} processes")
 
 
 def backend_for(device: torch.device) -> str:
@@ -169,3 +183,40 @@ class UpdateSync:
             raise ValueError(f"rl.minibatches={minibatches} but a rank holds only {fewest} samples this step; "
                              "use fewer minibatches or processes")
         return list(torch.tensor_split(order, minibatches))
+
+
+def rank_seed(seed: int, ranks: Ranks) -> int:
+    """A seed of this rank's own stream: `seed` itself on rank 0 (one process draws exactly what it drew
+    before), a distinct derived seed on the others."""
+    if ranks.rank == 0:
+        return seed
+    return int(np.random.SeedSequence([seed, ranks.rank]).generate_state(1)[0])
+
+
+def gather_to_main(obj: T, ranks: Ranks) -> list[T] | None:
+    """Every rank's `obj` in rank order on rank 0, None elsewhere (picklable objects)."""
+    if not ranks.active:
+        return [obj]
+    out: list[Any] | None = [None] * ranks.world_size if ranks.is_main else None
+    dist.gather_object(obj, out, dst=0)
+    return out
+
+
+def reduce_row(row: dict[str, Any], turns: int, ranks: Ranks) -> dict[str, Any]:
+    """A step's metrics row over all ranks: rollout success and return are means over every trajectory
+    (ranks hold equal numbers), the valid rate a mean over every turn (`turns`: this rank's), token
+    counts are sums, times the slowest rank's, update metrics `reduce_metrics`'. Only the keys of
+    `bookkeeping.step_row` are merged; every rank returns the same row."""
+    if not ranks.active:
+        return row
+    rows = gather_objects((row, turns), ranks)
+    n_turns = sum(t for _, t in rows)
+    merged = dict(row)
+    merged["rollout_success"] = sum(r["rollout_success"] for r, _ in rows) / len(rows)
+    merged["rollout_return"] = sum(r["rollout_return"] for r, _ in rows) / len(rows)
+    merged["rollout_valid_rate"] = sum(r["rollout_valid_rate"] * t for r, t in rows) / max(n_turns, 1)
+    merged["response_tokens"] = sum(r["response_tokens"] for r, _ in rows)
+    merged["tokens_by_role"] = {k: sum(r["tokens_by_role"].get(k, 0) for r, _ in rows) for k in row["tokens_by_role"]}
+    for key in ("time_rollout_s", "time_step_s"):
+        merged[key] = max(r[key] for r, _ in rows)
+    return merged
