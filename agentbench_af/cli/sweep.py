@@ -1,10 +1,11 @@
-"""`agentbench-af sweep SPEC.yaml [--backend local|ray|serial] [--workers N] [--dry-run]`.
+"""`agentbench-af sweep SPEC.yaml [--backend local|ray|serial] [--workers N] [--address auto] [--gpus-per-run G] [--dry-run]`.
 
 Left out: editing a spec from the command line (write a second spec file).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import typer
@@ -29,8 +30,10 @@ def plan_table(plan) -> str:
 @app.command("sweep")
 def sweep_command(
     spec: Path = typer.Argument(..., help="Sweep spec YAML (base config, grid, overrides, out_dir)."),
-    backend: str = typer.Option("local", help="local (process pool), ray (RAY_ADDRESS or a local cluster), serial."),
+    backend: str = typer.Option("local", help="local (process pool), ray (--address, RAY_ADDRESS or a local cluster), serial."),
     workers: int = typer.Option(None, help="Parallel runs (default: cores // threads_per_run)."),
+    address: str = typer.Option(None, help="Ray only: the cluster to join, `auto` (started here by `ray start`) or HEAD_IP:PORT."),
+    gpus_per_run: float = typer.Option(None, help="Ray only: GPUs each run reserves (default: the spec's gpus_per_run, 0)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the expanded runs and what would be skipped."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bars."),
 ) -> None:
@@ -40,8 +43,13 @@ def sweep_command(
 
     if backend not in ("local", "ray", "serial"):
         raise _fail(f"--backend must be local, ray or serial, got {backend!r}")
+    if (address is not None or gpus_per_run is not None) and backend != "ray":
+        raise _fail("--address and --gpus-per-run are for --backend ray")
     try:
-        plan = plan_sweep(load_sweep_spec(spec))
+        loaded = load_sweep_spec(spec)
+        if gpus_per_run is not None:
+            loaded = dataclasses.replace(loaded, gpus_per_run=gpus_per_run)
+        plan = plan_sweep(loaded)
     except ConfigError as exc:
         raise _fail(str(exc)) from exc
     if dry_run:
@@ -54,7 +62,8 @@ def sweep_command(
             raise typer.Exit(1)
         return
     try:
-        outcomes = run_sweep(plan.spec, backend=backend, workers=workers, show_progress=not quiet)  # type: ignore[arg-type]
+        outcomes = run_sweep(plan.spec, backend=backend, workers=workers, show_progress=not quiet,  # type: ignore[arg-type]
+                             address=address)
     except (SweepError, ConfigError, RuntimeError) as exc:
         raise _fail(str(exc)) from exc
     rows = [[o.name, o.status, "" if o.final_success is None else f"{o.final_success:.3f}", o.error or ""]
