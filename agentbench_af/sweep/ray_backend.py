@@ -42,7 +42,11 @@ class RayBackend:
         if not ray.is_initialized():
             address = self.address or os.environ.get("RAY_ADDRESS")
             if address:
-                ray.init(address=address, log_to_driver=False)
+                try:
+                    ray.init(address=address, log_to_driver=False)
+                except (ConnectionError, RuntimeError, ray.exceptions.RayError) as exc:
+                    raise RuntimeError(f"cannot join the Ray cluster at {address}: {one_line(exc)} (start one with "
+                                       "`ray start --head`, or check the address)") from exc
             else:
                 ray.init(num_cpus=self.num_cpus, include_dashboard=False, log_to_driver=False)
             self._started = True

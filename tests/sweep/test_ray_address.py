@@ -30,8 +30,13 @@ class FakeRay(types.ModuleType):
     def is_initialized(self) -> bool:
         return self._up
 
+    exceptions = types.SimpleNamespace(RayError=type("RayError", (Exception,), {}))
+    refuse = False
+
     def init(self, **kwargs) -> None:
         self.inits.append(kwargs)
+        if self.refuse:
+            raise ConnectionError("Failed to connect to Ray cluster at 10.0.0.9:6379")
         self._up = True
 
     def shutdown(self) -> None:
@@ -97,3 +102,13 @@ def test_ray_options_need_the_ray_backend(tmp_path, tiny_base):
     assert res.exit_code == 2 and "--address and --gpus-per-run are for --backend ray" in res.output
     res = runner.invoke(app, ["sweep", _spec(tmp_path, tiny_base), "--backend", "ray", "--gpus-per-run", "-1"])
     assert res.exit_code == 2 and "gpus_per_run: must be >= 0" in res.output
+
+
+def test_a_cluster_that_cannot_be_joined_is_a_one_line_error(tmp_path, tiny_base, fake_train, monkeypatch):
+    fake = FakeRay()
+    fake.refuse = True
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    res = runner.invoke(app, ["sweep", _spec(tmp_path, tiny_base), "--backend", "ray", "--address", "10.0.0.9:6379"])
+    assert res.exit_code == 2 and not fake_train
+    assert res.output.startswith("error: cannot join the Ray cluster at 10.0.0.9:6379: ")
+    assert len(res.output.strip().splitlines()) == 1
