@@ -1,6 +1,7 @@
 """`torchrun --nproc-per-node 2 -m agentbench_af.cli train ...` on CPU (gloo): the run finishes, rank 0
 alone writes the run folder and its record names the world size; a checkpoint of the 2-process run
-resumes in 2 processes to exactly the uninterrupted result, and in 1 process to a finished run."""
+resumes in 2 processes to exactly the uninterrupted result, and in 1 process to a finished run. The same
+run under FSDP2 finishes, its first update matches DDP's, and its (full) checkpoint resumes in 1 process."""
 
 from __future__ import annotations
 
@@ -22,8 +23,8 @@ SETTINGS = {"method": "ppo", "rl__steps": 2, "run__checkpoint_every": 1, "eval__
 VOLATILE = ("time_rollout_s", "time_step_s")
 
 
-def _torchrun(out_dir, warm_start, *flags: str) -> subprocess.CompletedProcess:
-    overrides = tiny_overrides(out_dir, run__init_from=str(warm_start), **SETTINGS)
+def _torchrun(out_dir, warm_start, *flags: str, **extra) -> subprocess.CompletedProcess:
+    overrides = tiny_overrides(out_dir, run__init_from=str(warm_start), **SETTINGS, **extra)
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
                "-m", "agentbench_af.cli", "train", *overrides, "--quiet", *flags]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -88,3 +89,19 @@ def test_one_process_resumes_a_two_process_checkpoint(two_process_run, warm_star
     rows = read_jsonl(resumed / "metrics.jsonl")
     assert [r["step"] for r in rows] == [0, 1, 2]
     assert rows[:2] == read_jsonl(out / "dp" / "metrics.jsonl")[:2]  # step 1 is the 2-process run's
+
+
+def test_fsdp2_run_matches_ddp_and_resumes_in_one_process(two_process_run, warm_start, tmp_path):
+    out, _ = two_process_run
+    _torchrun(tmp_path / "fsdp2", warm_start, run__parallel="fsdp2")
+    run_dir = tmp_path / "fsdp2" / "dp"
+    assert json.loads((run_dir / "record.json").read_text())["parallel"] == {"world_size": 2, "strategy": "fsdp2"}
+    ddp_rows, fsdp_rows = read_jsonl(out / "dp" / "metrics.jsonl"), read_jsonl(run_dir / "metrics.jsonl")
+    assert fsdp_rows[1]["response_tokens"] == ddp_rows[1]["response_tokens"]  # the same rollouts at step 1
+    for key in ("pg_loss", "value_loss", "grad_norm", "critic_grad_norm"):
+        assert fsdp_rows[1][key] == pytest.approx(ddp_rows[1][key], rel=1e-4, abs=1e-6), key
+    resumed = _rewind(run_dir, tmp_path / "one" / "dp")
+    cfg = tiny_config(tmp_path / "one", run__init_from=str(warm_start), **SETTINGS, run__parallel="fsdp2")
+    record = loop.train(cfg, resume=True, show_progress=False)
+    assert record.parallel == {"world_size": 1, "strategy": None}
+    assert [r["step"] for r in read_jsonl(resumed / "metrics.jsonl")] == [0, 1, 2]
