@@ -76,9 +76,10 @@ def backend_for(device: torch.device) -> str:
     return "nccl" if device.type == "cuda" else "gloo"
 
 
-def start(device: torch.device, timeout_s: float = 1800.0) -> tuple[Ranks, torch.device]:
+def start(device: torch.device, timeout_s: float = 7200.0) -> tuple[Ranks, torch.device]:
     """Join the process group torchrun set up (a no-op for one process); returns the ranks and this
-    rank's device (`cuda:LOCAL_RANK` when `device` is CUDA)."""
+    rank's device (`cuda:LOCAL_RANK` when `device` is CUDA). `timeout_s` bounds every collective, among
+    them the other ranks' wait while rank 0 builds the warm start (SFT) before training."""
     ranks = ranks_from_env()
     if not ranks.active:
         return ranks, device

@@ -56,8 +56,9 @@ def evaluate_on_ranks(engine, tokenizer, chat, env_id: str, episodes: int, tempe
 
 def shared_eval_on_ranks(warm_dir: Path, key: str, compute: Callable[[], dict], ranks: Ranks) -> dict:
     """`warm_eval.shared_warm_eval` for a data-parallel run: rank 0 reads the stored result and
-    broadcasts it; without one, every rank computes (a collective) and rank 0 stores it."""
-    path = Path(warm_dir) / "evals" / f"{key}.json"
+    broadcasts it; without one, every rank computes (a collective) and rank 0 stores it. Stored apart
+    from one-process results (`<key>-world<N>.json`): batching per rank can move greedy outcomes."""
+    path = Path(warm_dir) / "evals" / f"{key}-world{ranks.world_size}.json"
     stored = None
     if ranks.is_main:
         try:
