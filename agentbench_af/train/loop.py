@@ -26,11 +26,13 @@ import torch
 from tqdm.auto import tqdm
 
 import agentbench_af
-from agentbench_af.diagnose.snapshot import bottleneck_snapshot, record_bottleneck
+from agentbench_af.models.forward import score_batch
 from agentbench_af.results.record import RunRecord
+from agentbench_af.results.snapshot import bottleneck_snapshot, record_bottleneck
 from agentbench_af.rollout.batch import RolloutBatch
 from agentbench_af.rollout.collect import collect_rollouts
 from agentbench_af.rollout.engine import TransformersEngine
+from agentbench_af.rollout.seeds import draw_train_seeds
 from agentbench_af.rollout.to_batch import trajectories_to_batch
 from agentbench_af.train import distributed as dp
 from agentbench_af.train.bookkeeping import protocol, run_record, step_row
@@ -38,11 +40,9 @@ from agentbench_af.train.config import TrainConfig
 from agentbench_af.train.device import resolve_device, use_device
 from agentbench_af.train.distributed_credit import rank_advantages, rank_token_weights
 from agentbench_af.train.distributed_eval import evaluate_on_ranks, shared_eval_on_ranks
-from agentbench_af.train.forward import score_batch
 from agentbench_af.train.gather_batch import gather_batch
 from agentbench_af.train.learner import build_learner
 from agentbench_af.train.rank_folder import run_folder
-from agentbench_af.train.sft import training_seeds
 from agentbench_af.train.update import UpdateInputs, ppo_update
 from agentbench_af.train.warm_eval import shared_warm_eval, warm_eval_key
 from agentbench_af.train.warm_start import prepare_warm_start, warm_start_for
@@ -87,7 +87,7 @@ def _train(cfg: TrainConfig, run, ranks: dp.Ranks, device: torch.device, autocas
     def collect(step: int) -> tuple[RolloutBatch, list]:
         """This rank's rollouts of step `step` (seeded by run seed, step and rank), before scoring."""
         torch.manual_seed(dp.rank_seed(step_seed(cfg.run.seed, step, 0), ranks))
-        seeds = training_seeds(env, cfg.rl.prompts_per_step, np.random.default_rng(step_seed(cfg.run.seed, step, 2)))
+        seeds = draw_train_seeds(env, cfg.rl.prompts_per_step, np.random.default_rng(step_seed(cfg.run.seed, step, 2)))
         trajs = collect_rollouts(engine, policy.tokenizer, policy.chat, cfg.env.id, dp.share(seeds, ranks),
                                  cfg.rollout, cfg.credit.format_role, cfg.env.overrides)
         return trajectories_to_batch(trajs, cfg.rollout.context_mode, policy.pad_token_id), trajs
@@ -104,8 +104,8 @@ def _train(cfg: TrainConfig, run, ranks: dp.Ranks, device: torch.device, autocas
         batch, trajs = collect(step)
         t_rollout = time.time() - t0
         # recompute old log-probs with the training forward pass (same numerics as the update)
-        score_batch(policy.lm, batch, cfg.rollout.temperature, device, learner.value_head, learner.ref_lm,
-                    learner.critic)
+        batch = score_batch(policy.lm, batch, cfg.rollout.temperature, device, learner.value_head, learner.ref_lm,
+                            learner.critic)
         if step == 0:  # the warm-start policy's batch, before any update (kept in checkpoints)
             whole = gather_batch(batch, ranks, policy.pad_token_id)
             if whole is not None:
@@ -136,7 +136,7 @@ def _train(cfg: TrainConfig, run, ranks: dp.Ranks, device: torch.device, autocas
 
     # one more batch with the same recipe (the one a step cfg.rl.steps + 1 would sample) for the final ratio
     final_batch, _ = collect(cfg.rl.steps)
-    score_batch(policy.lm, final_batch, cfg.rollout.temperature, device)
+    final_batch = score_batch(policy.lm, final_batch, cfg.rollout.temperature, device)
     final_whole = gather_batch(final_batch, ranks, policy.pad_token_id)
     final = progress.curve[-1] if progress.curve else evaluate(cfg.rl.steps)
     record = None

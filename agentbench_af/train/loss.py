@@ -122,10 +122,12 @@ def policy_loss(
     weights: torch.Tensor,
     mask: torch.Tensor,
     cfg: LossConfig,
+    denominator: torch.Tensor | float | None = None,
 ) -> torch.Tensor:
-    """agg_t(w_t * surrogate_t): the weighted policy-gradient loss (weights are detached here)."""
+    """agg_t(w_t * surrogate_t): the weighted policy-gradient loss (weights are detached here;
+    `denominator`: see `agg_loss`)."""
     surrogate = clipped_surrogate(logprobs, old_logprobs, advantages, cfg)  # (B, T)
-    return agg_loss(weights.detach() * surrogate, mask, cfg.agg)
+    return agg_loss(weights.detach() * surrogate, mask, cfg.agg, denominator)
 
 
 def value_loss(
@@ -153,9 +155,10 @@ def kl_k3(logprobs: torch.Tensor, ref_logprobs: torch.Tensor) -> torch.Tensor:
     return torch.exp(log_ratio) - log_ratio - 1.0
 
 
-def entropy_bonus(entropy: torch.Tensor, mask: torch.Tensor, mode: str) -> torch.Tensor:
+def entropy_bonus(entropy: torch.Tensor, mask: torch.Tensor, mode: str,
+                  denominator: torch.Tensor | float | None = None) -> torch.Tensor:
     """Aggregated policy entropy (subtract entropy_coef times this from the loss)."""
-    return agg_loss(entropy, mask, mode)
+    return agg_loss(entropy, mask, mode, denominator)
 
 
 @torch.no_grad()

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from agentbench_af.models.policy import Policy
 from agentbench_af.results.record import RunRecord
 from agentbench_af.rollout.batch import RolloutBatch
 from agentbench_af.train.bookkeeping import Progress
@@ -22,7 +23,6 @@ from agentbench_af.train.checkpoint import latest_checkpoint, load_checkpoint, r
 from agentbench_af.train.config import TrainConfig
 from agentbench_af.train.distributed import Ranks, broadcast_object
 from agentbench_af.train.learner import Learner
-from agentbench_af.train.policy import Policy
 from agentbench_af.train.run_folder import RunFolder, RunFolderError
 
 

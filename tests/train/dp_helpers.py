@@ -16,14 +16,14 @@ import torch
 import torch.distributed as dist
 
 from agentbench_af.credit import CreditConfig
+from agentbench_af.models.forward import score_batch
+from agentbench_af.models.policy import Policy
 from agentbench_af.rollout.to_batch import trajectories_to_batch
 from agentbench_af.train.critic import SeparateCritic
 from agentbench_af.train.data_parallel import DataParallel, TrainModules
 from agentbench_af.train.distributed import SINGLE, Ranks, UpdateSync, reduce_metrics, share
 from agentbench_af.train.distributed_credit import rank_advantages, rank_token_weights
-from agentbench_af.train.forward import score_batch
 from agentbench_af.train.loss import LossConfig
-from agentbench_af.train.policy import Policy
 from agentbench_af.train.update import UpdateInputs, ppo_update
 
 CPU = torch.device("cpu")
@@ -55,7 +55,7 @@ def one_update(warm_start: str, trajs: list, group_size: int, case: Case, ranks:
     value_head = policy.ensure_value_head() if case.critic in ("detached", "shared") else None
     critic = SeparateCritic(policy.lm) if case.critic == "separate" else None
     ref = copy.deepcopy(policy.lm).requires_grad_(False) if case.kl_coef > 0 else None
-    score_batch(policy.lm, batch, 1.0, CPU, value_head, ref, critic)
+    batch = score_batch(policy.lm, batch, 1.0, CPU, value_head, ref, critic)
     credit = CreditConfig(estimator=case.estimator, weighting=case.weighting, **case.credit)
     advantage = rank_advantages(batch, credit, ranks)
     weights = rank_token_weights(batch, credit, ranks)

@@ -12,6 +12,7 @@ import torch
 from train_helpers import FROZENLAKE, tiny_config
 
 from agentbench_af.credit.advantages import whiten
+from agentbench_af.models.policy import Policy
 from agentbench_af.rollout.collect import collect_rollouts
 from agentbench_af.rollout.engine import TransformersEngine
 from agentbench_af.rollout.to_batch import trajectories_to_batch
@@ -20,7 +21,6 @@ from agentbench_af.train.distributed import SINGLE, Ranks, UpdateSync, check_wor
 from agentbench_af.train.distributed_credit import global_whiten
 from agentbench_af.train.distributed_eval import merge_counts, seed_block
 from agentbench_af.train.gather_batch import concat_batches
-from agentbench_af.train.policy import Policy
 
 MASK = torch.tensor([[1, 1, 0], [1, 0, 0], [0, 0, 0]], dtype=torch.bool)
 

@@ -13,11 +13,11 @@ import torch.multiprocessing as mp
 from dp_helpers import Case, rank_main, reference
 from train_helpers import FROZENLAKE
 
+from agentbench_af.models.policy import Policy
 from agentbench_af.rollout.collect import collect_rollouts
 from agentbench_af.rollout.engine import TransformersEngine
 from agentbench_af.rollout.types import RolloutConfig
 from agentbench_af.train.distributed import Ranks, ranks_from_env, share
-from agentbench_af.train.policy import Policy
 
 GROUP = 2
 CASES = [
