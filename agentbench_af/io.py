@@ -26,6 +26,9 @@ _NO_SPACE_TEXT = ("no space left on device", "os error 28", "storagefull", "disk
 class WriteError(OSError):
     """A file or folder could not be written; `str()` is one line naming the path and the reason."""
 
+    def __str__(self) -> str:
+        return self.strerror or super().__str__()
+
 
 def mount_point(path: str | Path) -> Path:
     """The mount point of the filesystem holding `path` (its nearest existing ancestor)."""

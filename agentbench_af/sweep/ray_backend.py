@@ -3,8 +3,11 @@
 Joins the cluster at `RAY_ADDRESS` when it is set (run directories must then be on a filesystem every
 node sees), else starts a local cluster with `ray.init(num_cpus=...)` and shuts it down afterwards.
 Follow-up tasks (`run(tasks, then=...)`: a run once its warm start is ready) are submitted as soon as
-the result they follow arrives. Tasks are not retried by Ray (`max_retries=0`): a crashed worker comes
-back as a failed run, and a re-run of the sweep retries it. Left out: runtime environments (nodes need
+the result they follow arrives. A task whose worker process died (killed, out of memory, its node
+lost) is retried by Ray itself up to `max_retries` times (Ray's task option of that name; a run that
+fails by itself is not, as `retry_exceptions` stays off), as the local pool does; Ray does not report
+how many retries a task took, so results count none. A task out of retries comes back as a failed run,
+and a re-run of the sweep retries it. Left out: runtime environments (nodes need
 the package installed).
 """
 
@@ -27,8 +30,8 @@ def _ray():
 class RayBackend:
     """Connects on entry (RAY_ADDRESS, else a local cluster of `num_cpus`); shuts down what it started."""
 
-    def __init__(self, num_cpus: int | None = None, gpus: float = 0.0) -> None:
-        self.num_cpus, self.gpus = num_cpus, gpus
+    def __init__(self, num_cpus: int | None = None, gpus: float = 0.0, max_retries: int = 2) -> None:
+        self.num_cpus, self.gpus, self.max_retries = num_cpus, gpus, max_retries
         self._started = False
 
     def __enter__(self) -> RayBackend:
@@ -57,7 +60,7 @@ class RayBackend:
         pending = {}
 
         def submit(task: Task) -> None:
-            options = {"num_cpus": task.threads, "num_gpus": self.gpus, "max_retries": 0, "name": f"{task.kind}:{task.name}"}
+            options = {"num_cpus": task.threads, "num_gpus": self.gpus, "max_retries": self.max_retries, "name": f"{task.kind}:{task.name}"}
             pending[remote_execute.options(**options).remote(task)] = task
 
         try:
