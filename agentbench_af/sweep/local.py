@@ -92,10 +92,11 @@ class SerialBackend:
 class PoolBackend:
     """A spawn-context process pool shared by the sweep's tasks; `run` yields results as they complete.
 
-    `function` is what workers call on each task (`execute`; a module-level function, so it pickles)."""
+    `function` is what workers call on each task (default `execute`, looked up when a task is submitted; a
+    module-level function, so it pickles)."""
 
     def __init__(self, workers: int, threads: int, max_retries: int = 2,
-                 function: Callable[[Task], TaskResult] = execute) -> None:
+                 function: Callable[[Task], TaskResult] | None = None) -> None:
         self.workers, self.threads, self.max_retries, self.function = max(1, workers), threads, max_retries, function
         self._pool: ProcessPoolExecutor | None = None
 
@@ -121,10 +122,10 @@ class PoolBackend:
 
     def _submit(self, pending: dict[Future, Task], task: Task) -> None:
         try:
-            future = self._executor().submit(self.function, task)
+            future = self._executor().submit(self.function or execute, task)
         except BrokenProcessPool:  # the pool broke since the check: start a fresh one
             self.__exit__()
-            future = self._executor().submit(self.function, task)
+            future = self._executor().submit(self.function or execute, task)
         pending[future] = task
 
     def run(self, tasks: list[Task], then: FollowUps | None = None) -> Iterator[TaskResult]:
