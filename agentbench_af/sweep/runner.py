@@ -121,8 +121,8 @@ def check_cells(cfgs: list[TrainConfig], shared_warm_starts: bool = False) -> No
     for cfg in cfgs:
         if shared_warm_starts:
             cfg = dataclasses.replace(cfg, run=dataclasses.replace(cfg.run, init_from=None))
-        key = json.dumps({k: v for k, v in to_dict(cfg).items() if k in ("env", "model", "eval")}, sort_keys=True)
-        key += f"{cfg.run.init_from}|{cfg.run.device}"
+        data = to_dict(cfg)
+        key = json.dumps([data["env"], data["model"], data["eval"], cfg.run.init_from, cfg.run.device], sort_keys=True)
         if key in seen:
             continue
         seen.add(key)

@@ -1,6 +1,7 @@
 """One run folder, one run: a second process is refused (naming the holder's pid, exit 2), a folder refuses
 a config other than the one it was started with, and default run names differ when configs differ."""
 
+import os
 import time
 
 import pytest
@@ -71,3 +72,20 @@ def test_default_run_names_differ_when_configs_differ(tmp_path):
     assert tiny_config(tmp_path, sft__steps=3).run_name != a.run_name
     assert tiny_config(tmp_path, run__seed=1).run_name != a.run_name
     assert tiny_config(tmp_path, run__name="mine").run_name == "mine"
+
+
+def test_a_sweep_task_on_a_busy_folder_fails_without_writing_into_it(tmp_path, warm_start):
+    from agentbench_af.sweep.tasks import Task, execute
+    from agentbench_af.train.run_folder import RunLock
+
+    cfg = run_config(tmp_path, warm_start)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    lock = RunLock(run_dir)
+    lock.acquire()  # another run holds the folder
+    try:
+        result = execute(Task("run", "run", cfg, str(run_dir)))
+    finally:
+        lock.release()
+    assert result.status == "failed" and f"pid {os.getpid()}" in result.error
+    assert sorted(p.name for p in run_dir.iterdir()) == [".lock"]  # no failure record in someone else's folder
