@@ -13,8 +13,9 @@ from typing import Any
 import numpy as np
 
 from agentbench_af.config import config_hash, to_dict
+from agentbench_af.formats.roles import ROLE_NAMES
 from agentbench_af.results.record import RunRecord, git_commit, package_versions
-from agentbench_af.rollout.batch import ROLE_NAMES, RolloutBatch
+from agentbench_af.rollout.batch import RolloutBatch
 from agentbench_af.train.config import TrainConfig
 from agentbench_af.train.warm_start import WarmStart
 

@@ -15,10 +15,10 @@ from typing import Any
 import torch
 from torch import nn
 
+from agentbench_af.models.policy import Policy
 from agentbench_af.models.value import ValueHead
 from agentbench_af.train.config import TrainConfig
 from agentbench_af.train.critic import SeparateCritic
-from agentbench_af.train.policy import Policy
 from agentbench_af.train.sft import warmup_lambda
 
 

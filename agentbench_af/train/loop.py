@@ -19,20 +19,20 @@ from tqdm.auto import tqdm
 
 import agentbench_af
 from agentbench_af.credit import compute_advantages, compute_token_weights
-from agentbench_af.diagnose.snapshot import bottleneck_snapshot, record_bottleneck
 from agentbench_af.evaluate.evaluate import evaluate_policy
+from agentbench_af.models.forward import score_batch
 from agentbench_af.results.record import RunRecord
+from agentbench_af.results.snapshot import bottleneck_snapshot, record_bottleneck
 from agentbench_af.rollout.batch import RolloutBatch
 from agentbench_af.rollout.collect import collect_rollouts
 from agentbench_af.rollout.engine import TransformersEngine
+from agentbench_af.rollout.seeds import draw_train_seeds
 from agentbench_af.rollout.to_batch import trajectories_to_batch
 from agentbench_af.train.bookkeeping import protocol, run_record, step_row
 from agentbench_af.train.config import TrainConfig
 from agentbench_af.train.device import resolve_device, use_device
-from agentbench_af.train.forward import score_batch
 from agentbench_af.train.learner import build_learner
 from agentbench_af.train.run_folder import RunFolder
-from agentbench_af.train.sft import training_seeds
 from agentbench_af.train.update import UpdateInputs, ppo_update
 from agentbench_af.train.warm_eval import shared_warm_eval, warm_eval_key
 from agentbench_af.train.warm_start import prepare_warm_start, warm_start_for
@@ -63,7 +63,7 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True, ov
         def collect(step: int) -> tuple[RolloutBatch, list]:
             """The rollouts of step `step` (seeded by run seed and step), before scoring."""
             torch.manual_seed(step_seed(cfg.run.seed, step, 0))
-            seeds = training_seeds(env, cfg.rl.prompts_per_step, np.random.default_rng(step_seed(cfg.run.seed, step, 2)))
+            seeds = draw_train_seeds(env, cfg.rl.prompts_per_step, np.random.default_rng(step_seed(cfg.run.seed, step, 2)))
             trajs = collect_rollouts(engine, policy.tokenizer, policy.chat, cfg.env.id, seeds, cfg.rollout,
                                      cfg.credit.format_role, cfg.env.overrides)
             return trajectories_to_batch(trajs, cfg.rollout.context_mode, policy.pad_token_id), trajs

@@ -32,6 +32,7 @@ from agentbench_af.io import (
     rewrite_jsonl,
     write_error,
 )
+from agentbench_af.models.policy import Policy
 from agentbench_af.results.record import RunRecord
 from agentbench_af.results.rollout_store import save_rollouts, select_groups
 from agentbench_af.rollout.batch import RolloutBatch
@@ -45,7 +46,6 @@ from agentbench_af.train.checkpoint import (
 )
 from agentbench_af.train.config import TrainConfig
 from agentbench_af.train.learner import Learner
-from agentbench_af.train.policy import Policy
 
 try:
     import fcntl

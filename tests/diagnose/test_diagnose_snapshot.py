@@ -1,4 +1,4 @@
-"""The record form of the diagnostic: the action ratio per source of one batch, None with a reason where
+"""`results.snapshot`, the record form of the diagnostic: the action ratio per source of one batch, None with a reason where
 it is undefined, and the record field with its warm-start and final snapshots."""
 
 import json
@@ -7,7 +7,7 @@ import torch
 from diag_factory import Traj, Turn, bandit_trajs, make_batch
 
 from agentbench_af.diagnose import compute_bottleneck
-from agentbench_af.diagnose.snapshot import (
+from agentbench_af.results.snapshot import (
     BottleneckSnapshot,
     bottleneck_snapshot,
     record_bottleneck,

@@ -7,10 +7,10 @@ import math
 import pytest
 from train_helpers import FROZENLAKE, REGISTERED_PAPER_ENVS, tiny_config
 
-from agentbench_af.diagnose.snapshot import bottleneck_snapshot
 from agentbench_af.io import read_jsonl
 from agentbench_af.results.record import RunRecord
 from agentbench_af.results.rollout_store import load_rollouts
+from agentbench_af.results.snapshot import bottleneck_snapshot
 from agentbench_af.train.config import parse_method
 from agentbench_af.train.loop import train
 
