@@ -26,6 +26,9 @@ _NO_SPACE_TEXT = ("no space left on device", "os error 28", "storagefull", "disk
 class WriteError(OSError):
     """A file or folder could not be written; `str()` is one line naming the path and the reason."""
 
+    def __str__(self) -> str:
+        return self.strerror or super().__str__()
+
 
 def mount_point(path: str | Path) -> Path:
     """The mount point of the filesystem holding `path` (its nearest existing ancestor)."""
@@ -46,6 +49,19 @@ def write_error(exc: BaseException, path: str | Path) -> WriteError:
         return WriteError(code or errno.ENOSPC, f"no space left on {mount_point(path)} while writing {path}")
     reason = os.strerror(code).lower() if code else (str(exc).strip().splitlines() or [type(exc).__name__])[0]
     return WriteError(code or errno.EIO, f"cannot write {path}: {reason}")
+
+
+def os_error_in(exc: BaseException) -> OSError | None:
+    """The OSError `exc` is or was raised while handling (torch's zip writer raises a RuntimeError
+    while unwinding from a full disk's OSError), or None."""
+    seen: set[int] = set()
+    node: BaseException | None = exc
+    while node is not None and id(node) not in seen:
+        if isinstance(node, OSError):
+            return node
+        seen.add(id(node))
+        node = node.__cause__ or node.__context__
+    return None
 
 
 def make_dirs(path: str | Path) -> Path:
@@ -72,8 +88,11 @@ def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
         with open(tmp_path, "rb") as fh:
             os.fsync(fh.fileno())
         os.replace(tmp_path, path)
-    except OSError as exc:
-        raise write_error(exc, path) from exc
+    except Exception as exc:
+        cause = os_error_in(exc)
+        if cause is None:
+            raise
+        raise write_error(cause, path) from exc
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
@@ -94,7 +113,10 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
         try:
             yield tmp
         except Exception as exc:
-            if isinstance(exc, OSError) or any(t in str(exc).lower() for t in _NO_SPACE_TEXT):
+            cause = os_error_in(exc)
+            if cause is not None:
+                raise write_error(cause, path) from exc
+            if any(t in str(exc).lower() for t in _NO_SPACE_TEXT):  # a library's error text (safetensors)
                 raise write_error(exc, path) from exc
             raise
         old = path.with_name(f".{path.name}.old")

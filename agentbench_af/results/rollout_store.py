@@ -10,8 +10,8 @@ from pathlib import Path
 
 import torch
 
+from agentbench_af.results.tensor_files import UnsafeFileError, load_tensor_file, save_tensor_file
 from agentbench_af.rollout.batch import RolloutBatch
-from agentbench_af.tensor_files import UnsafeFileError, load_tensor_file, save_tensor_file
 
 
 def select_groups(batch: RolloutBatch, max_groups: int) -> RolloutBatch:

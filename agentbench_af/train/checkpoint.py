@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from agentbench_af.tensor_files import UnsafeFileError, load_tensor_file, save_tensor_file
+from agentbench_af.results.tensor_files import UnsafeFileError, load_tensor_file, save_tensor_file
 
 
 @dataclass

@@ -40,9 +40,10 @@ def load_tensor_file(path: str | Path) -> Any:
         return torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
         found = re.search(r"GLOBAL ([\w.]+)", str(exc))
-        what = f" ({found.group(1)})" if found else ""
-        raise UnsafeFileError(f"refusing to load {path}: it holds objects other than tensors and plain data{what}, "
-                              "which could run code; only files written by agentbench-af load") from exc
+        if found is None:  # not a pickle the restricted unpickler understands (garbage, truncated)
+            raise UnsafeFileError(f"cannot read {path}: not a tensor file written by agentbench-af") from exc
+        raise UnsafeFileError(f"refusing to load {path}: it holds objects other than tensors and plain data "
+                              f"({found.group(1)}), which could run code; only files written by agentbench-af load") from exc
     except (RuntimeError, EOFError, ValueError) as exc:
         raise UnsafeFileError(f"cannot read {path}: not a tensor file written by agentbench-af "
                               f"({str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__})") from exc
