@@ -19,8 +19,9 @@ so no shuffle is needed for it (shuffles serve the null of the headline, in `hea
 Squared norms, not norms: S - E_p[S_p] has mean exactly 0 when the advantages are unrelated to the
 rollouts, and squared norms of sums over groups add up; ||.|| - mean ||.|| has neither property (by
 Jensen the mean norm under shuffles is below the root of the mean squared norm).
-Cost: one forward pass over the group's rows, then one backward pass per rollout and role (2 G in all,
-`retain_graph`); the G per-rollout gradients of one role are held at once (G x parameters floats).
+Cost: per rollout, one forward pass over its own rows and one backward pass per role (2 G backward passes
+per group, each through one rollout's graph only: a backward through the whole group's graph costs G
+times more); the G per-rollout gradients of both roles are held at once (2 G x parameters floats).
 Left out: models whose G flattened gradients do not fit in memory (no streaming of the Gram matrix).
 """
 
@@ -65,35 +66,38 @@ def role_grams(lm: nn.Module, batch: RolloutBatch, rows: torch.Tensor, row_rollo
     The model's train/eval mode is restored afterwards; parameter .grad fields are left untouched."""
     params = [p for p in lm.parameters() if p.requires_grad]
     size = sum(p.numel() for p in params)
-    sub = batch.select(rows)
-    masks = role_masks(sub, format_role)
-    width = int(sub.attention_mask.long().sum(-1).max()) if len(rows) else 0  # right padding: trim the tail
-    ids, attn = sub.input_ids[:, :width].to(device), sub.attention_mask[:, :width].to(device)  # (b, W)
+    vecs: dict[str, list[torch.Tensor]] = {k: [] for k in SIGNAL_ROLES}
     was_training = lm.training
     lm.eval()
     try:
         with torch.enable_grad():
-            logp, _, _ = token_stats(lm, ids, attn, max(temperature, 1e-6), with_entropy=False)  # (b, W)
-            out: dict[str, torch.Tensor] = {}
-            for role in SIGNAL_ROLES:
-                m = masks[role][:, :width].to(device)  # (b, W)
-                per_row = (logp * m).sum(-1)  # (b,)
-                per_rollout = torch.zeros(n_rollouts, dtype=per_row.dtype, device=per_row.device).index_add(
-                    0, row_rollout.to(per_row.device), per_row)  # (G,)
-                has = _has_tokens(m, row_rollout, n_rollouts)
-                zero = torch.zeros(size, device=logp.device)
-                V = torch.stack([_flat_grad(per_rollout[i], params) if has[i] else zero
-                                 for i in range(n_rollouts)]).double()  # (G, P)
-                out[role] = (V @ V.T).cpu()  # (G, G)
-                del V
+            for i in range(n_rollouts):
+                for role, v in zip(SIGNAL_ROLES, _rollout_grads(lm, batch, rows[row_rollout == i], params, size,
+                                                                temperature, device, format_role), strict=True):
+                    vecs[role].append(v)
     finally:
         lm.train(was_training)
+    out = {}
+    for role in SIGNAL_ROLES:
+        V = torch.stack(vecs[role]).double()  # (G, P)
+        out[role] = (V @ V.T).cpu()  # (G, G)
     return out
 
 
-def _has_tokens(mask: torch.Tensor, row_rollout: torch.Tensor, n_rollouts: int) -> list[bool]:
-    counts = torch.zeros(n_rollouts, dtype=torch.long).index_add_(0, row_rollout.cpu(), mask.sum(-1).cpu())  # (G,)
-    return (counts > 0).tolist()
+def _rollout_grads(lm: nn.Module, batch: RolloutBatch, rows: torch.Tensor, params: list[nn.Parameter], size: int,
+                   temperature: float, device: torch.device | str, format_role: str) -> list[torch.Tensor]:
+    """The flattened gradient of each role's summed log-probs over one rollout's rows (one forward pass,
+    one backward pass per role that has tokens; zeros for a role without)."""
+    sub = batch.select(rows)
+    masks = role_masks(sub, format_role)
+    width = int(sub.attention_mask.long().sum(-1).max()) if len(rows) else 0  # right padding: trim the tail
+    zero = torch.zeros(size, device=device)
+    if width == 0 or not any(bool(masks[k].any()) for k in SIGNAL_ROLES):
+        return [zero for _ in SIGNAL_ROLES]
+    ids, attn = sub.input_ids[:, :width].to(device), sub.attention_mask[:, :width].to(device)  # (b, W)
+    logp, _, _ = token_stats(lm, ids, attn, max(temperature, 1e-6), with_entropy=False)  # (b, W)
+    return [_flat_grad((logp * masks[k][:, :width].to(device)).sum(), params) if bool(masks[k].any()) else zero
+            for k in SIGNAL_ROLES]
 
 
 def signal_energy(gram: torch.Tensor, adv: torch.Tensor) -> float:
