@@ -39,6 +39,10 @@ def _num(x: float | None, digits: int = 3) -> str:
     return "–" if x is None else f"{x:.{digits}f}"
 
 
+def _sig(x: float | None) -> str:
+    return "–" if x is None else f"{x:.4g}"
+
+
 def _corr(x: float | None, n: int) -> str:
     return f"{_num(x)} (n={n})"
 
@@ -62,7 +66,7 @@ def verdict(src: SourceStats) -> str:
         return f"`{src.source}`: action ratio undefined ({undefined_reason(src)})."
     action = src.overall.roles["action"]
     null = "no null" if action.null_ratio is None else f"null ratio {action.null_ratio:.2f} (rewards shuffled in groups)"
-    return (f"`{src.source}`: action ratio {ratio:.2f}, {null} (secondary |c| ratio): action tokens "
+    return (f"`{src.source}`: action ratio {ratio:.2f}, {null}: action tokens "
             f"({_pct(tok)} of tokens) carry {_pct(action.signal_share)} of sum |c|.")
 
 
@@ -100,7 +104,7 @@ def turn_table(src: SourceStats) -> str:
 def headline_table(h: HeadlineStats) -> str:
     rows = []
     for key, r in h.roles.items():
-        rows.append([key, r.n_tokens, _num(r.signal, 4), _num(r.null_signal, 4), _num(r.above_null, 4),
+        rows.append([key, r.n_tokens, _sig(r.signal), _sig(r.null_signal), _sig(r.above_null),
                      _num(r.lift, 2), _pct(r.share), _pct(r.null_share), _corr(r.pearson_sum, r.pearson_sum_groups),
                      _corr(r.pearson_mean, r.pearson_mean_groups)])
     head = ["role", "tokens", "gradient signal", "null", "above null", "lift", "share", "null share",

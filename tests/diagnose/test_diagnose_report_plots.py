@@ -42,7 +42,7 @@ def test_markdown_numbers_and_verdicts(action_stats):
     assert f"{ratio:.2f}" in action_row
     null = action_stats.sources["old"].overall.roles["action"].null_ratio
     assert verdict(action_stats.sources["old"]).startswith(
-        f"`old`: action ratio {ratio:.2f}, null ratio {null:.2f} (rewards shuffled in groups) (secondary |c| ratio)")
+        f"`old`: action ratio {ratio:.2f}, null ratio {null:.2f} (rewards shuffled in groups): action tokens")
     assert "Action Bottleneck present" not in md and "**Secondary (|c| ratio):**" in md
     flat = compute_bottleneck(make_batch([Traj(0, 1.0, [Turn("ra", [1.0, 2.0])])] * 2)).sources["old"]
     assert "undefined (no generated tokens in a group with reward variance)" in verdict(flat)
