@@ -3,8 +3,8 @@
 Loads the last saved rollout batch of RUN_DIR (`rollouts/step-*.pt`, written with run.save_rollouts_every)
 and the run's policy (final_policy, else warm_start), then times `compute_headline` (2 G backward passes
 per measured group) `--repeats` times with `--max-groups` groups, and prints the median process (CPU) and
-wall seconds with the batch's size and the CPU time per (rollout, role) gradient, its forward share included. The numbers of every repeat are identical (seeded); the first
-repeat is a warm-up.
+wall seconds with the batch's size and the CPU time per (rollout, role) gradient, its forward share
+included. Every repeat gives the same numbers (seeded); a warm-up call comes first, untimed.
 
     python benchmarks/diagnostic_headline.py runs/FrozenLake-4x4-v0-grpo-tiny-0.2m-s0 --max-groups 16
 
