@@ -5,8 +5,9 @@ the last one's); without them (or with `--fresh`) grouped rollouts are sampled f
 model directory (a run's final_policy / warm_start, or a Hugging Face model) is always sampled. The
 headline's gradients are taken at the policy loaded (for saved rollouts: the run's final_policy, else its
 warm start; so the last saved batch was sampled one update or more before that policy), with the run's
-`diagnostic` settings (defaults for a model directory without a run config). The work
-is in `agentbench_af.diagnose` (sample.py, pipeline.py, inputs.py); this file parses and prints.
+`diagnostic` settings (defaults for a model directory without a run config). The work is in
+`agentbench_af.diagnose` (sample.py, pipeline.py, inputs.py) and `train.saved_run` (reading a run
+directory); this file parses and prints.
 Left out: several runs at once (run the command per run; `agentbench-af table` compares records).
 """
 
@@ -36,8 +37,7 @@ def _device(name: str):
 
 
 def _load_model(path: Path, device, what: str):
-    from agentbench_af.diagnose.inputs import is_model_dir
-    from agentbench_af.train.policy import Policy
+    from agentbench_af.models.policy import Policy, is_model_dir
 
     if not path.is_dir():
         raise _fail(f"{what}: no such directory {path}")
@@ -103,22 +103,23 @@ def diagnose_command(
         raise _fail("give either RUN_DIR or --model PATH (with --env ID)")
     if run_dir is not None and env is not None:
         raise _fail("--env goes with --model; a run directory is diagnosed on its own environment")
-    from agentbench_af.diagnose import inputs
+    from agentbench_af.models.policy import is_model_dir
+    from agentbench_af.train import saved_run
 
     torch_device = _device(device)
     if run_dir is not None:
         try:
-            cfg = inputs.run_config(run_dir)
+            cfg = saved_run.run_config(run_dir)
         except ValueError as exc:
             raise _fail(str(exc)) from exc
-        saved = [] if fresh else inputs.saved_rollout_paths(run_dir)
+        saved = [] if fresh else saved_run.saved_rollout_paths(run_dir)
         if saved:
             if prompts != 32 or group is not None or temperature is not None or seed != 0:
                 typer.echo("note: --prompts/--group/--temperature/--seed apply to sampling; reading the run's saved "
                            "rollouts (add --fresh to sample from its final_policy)", err=True)
             _diagnose_saved(run_dir, cfg, saved, out or run_dir / "diagnose", ref, torch_device)
             return
-        if not inputs.is_model_dir(run_dir / "final_policy"):
+        if not is_model_dir(run_dir / "final_policy"):
             why = "no final_policy" if fresh else "no saved rollouts (rollouts/step-*.pt) and no final_policy"
             raise _fail(f"{run_dir} has {why}: is the run finished? (try `train --resume`)")
         model, step, out = run_dir / "final_policy", cfg.rl.steps, out or run_dir / "diagnose"
@@ -126,7 +127,7 @@ def diagnose_command(
         if not model.is_dir():
             raise _fail(f"--model: no such directory {model}")
         try:
-            cfg = inputs.config_near_policy(model)
+            cfg = saved_run.config_near_policy(model)
         except ValueError as exc:
             raise _fail(str(exc)) from exc
         step = {"warm_start": 0, "final_policy": cfg.rl.steps}.get(model.name) if cfg is not None else None
@@ -143,8 +144,9 @@ def _diagnose_saved(run_dir: Path, cfg, paths: list[Path], out: Path, ref: Path 
     from agentbench_af.diagnose.pipeline import diagnose_batches
     from agentbench_af.diagnose.sample import add_ref_logprobs
     from agentbench_af.results.rollout_store import load_rollouts
+    from agentbench_af.train.saved_run import run_policy_dir
 
-    policy_dir = inputs.run_policy_dir(run_dir, cfg)
+    policy_dir = run_policy_dir(run_dir, cfg)
     policy = _load_model(policy_dir, device, "the run's policy") if policy_dir is not None else None
     tokenizer = policy.tokenizer if policy is not None else None
     if policy is None:

@@ -30,8 +30,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from agentbench_af.rollout.batch import Role, RolloutBatch
-from agentbench_af.train.forward import token_stats
+from agentbench_af.formats.roles import Role
+from agentbench_af.models.forward import token_stats
+from agentbench_af.rollout.batch import RolloutBatch
 
 SIGNAL_ROLES: tuple[str, ...] = ("action", "reasoning")
 FORMAT_ROLES: tuple[str, ...] = ("reasoning", "action", "format")  # where format tokens are counted

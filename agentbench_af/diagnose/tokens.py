@@ -18,7 +18,8 @@ import torch
 
 from agentbench_af.credit.energy import token_energy
 from agentbench_af.credit.groups import compact_ids, group_sum
-from agentbench_af.rollout.batch import Role, RolloutBatch
+from agentbench_af.formats.roles import Role
+from agentbench_af.rollout.batch import RolloutBatch
 
 DIAG_ROLES: tuple[Role, ...] = (Role.REASONING, Role.ACTION, Role.FORMAT)
 ROLE_KEYS: tuple[str, ...] = tuple(r.name.lower() for r in DIAG_ROLES)  # ("reasoning", "action", "format")

@@ -23,14 +23,18 @@ from tqdm.auto import tqdm
 import agentbench_af
 from agentbench_af.config import ConfigError, config_hash, from_dict, to_dict
 from agentbench_af.credit import compute_advantages, compute_token_weights
-from agentbench_af.diagnose.snapshot import bottleneck_snapshot, record_bottleneck
 from agentbench_af.evaluate.evaluate import evaluate_policy
+from agentbench_af.formats.roles import ROLE_NAMES
 from agentbench_af.io import append_jsonl, atomic_write_text, read_jsonl, rewrite_jsonl
+from agentbench_af.models.forward import score_batch
+from agentbench_af.models.policy import Policy, build_policy
 from agentbench_af.results.record import RunRecord, git_commit, package_versions
 from agentbench_af.results.rollout_store import save_rollouts, select_groups
-from agentbench_af.rollout.batch import ROLE_NAMES, RolloutBatch
+from agentbench_af.results.snapshot import bottleneck_snapshot, record_bottleneck
+from agentbench_af.rollout.batch import RolloutBatch
 from agentbench_af.rollout.collect import collect_rollouts
 from agentbench_af.rollout.engine import TransformersEngine
+from agentbench_af.rollout.seeds import draw_train_seeds
 from agentbench_af.rollout.to_batch import trajectories_to_batch
 from agentbench_af.train.checkpoint import (
     TrainState,
@@ -41,9 +45,7 @@ from agentbench_af.train.checkpoint import (
 )
 from agentbench_af.train.config import TrainConfig
 from agentbench_af.train.critic import SeparateCritic
-from agentbench_af.train.forward import score_batch
-from agentbench_af.train.policy import Policy, build_policy
-from agentbench_af.train.sft import sft_warm_start, training_seeds, warmup_lambda
+from agentbench_af.train.sft import sft_warm_start, warmup_lambda
 from agentbench_af.train.update import UpdateInputs, ppo_update
 from agentbench_af.train.warm_eval import shared_warm_eval, warm_eval_key
 
@@ -150,7 +152,7 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True) ->
     def collect(step: int) -> tuple[RolloutBatch, list]:
         """The rollouts of step `step` (seeded by run seed and step), before scoring."""
         torch.manual_seed(step_seed(cfg.run.seed, step, 0))
-        seeds = training_seeds(env, cfg.rl.prompts_per_step, np.random.default_rng(step_seed(cfg.run.seed, step, 2)))
+        seeds = draw_train_seeds(env, cfg.rl.prompts_per_step, np.random.default_rng(step_seed(cfg.run.seed, step, 2)))
         trajs = collect_rollouts(engine, policy.tokenizer, policy.chat, cfg.env.id, seeds, cfg.rollout,
                                  cfg.credit.format_role, cfg.env.overrides)
         return trajectories_to_batch(trajs, cfg.rollout.context_mode, policy.pad_token_id), trajs

@@ -14,8 +14,8 @@ from diag_factory import Traj, Turn, make_batch
 from agentbench_af.credit.groups import EPS, normalise_in_groups
 from agentbench_af.diagnose.gradient_signal import null_energy, role_grams, role_masks, signal_energy
 from agentbench_af.diagnose.headline import HeadlineStats, compute_headline, headline_verdict
+from agentbench_af.models.forward import token_stats
 from agentbench_af.models.tiny import tiny_config
-from agentbench_af.train.forward import token_stats
 
 
 def _one_group_grams(lm, batch, format_role="reasoning"):

@@ -1,4 +1,4 @@
-"""The record form of the diagnostic: the action ratio per source of one batch, None with a reason where
+"""`results.snapshot`, the record form of the diagnostic: the action ratio per source of one batch, None with a reason where
 it is undefined, and the record field with its warm-start and final snapshots."""
 
 import json
@@ -7,7 +7,7 @@ import torch
 from diag_factory import Traj, Turn, bandit_trajs, make_batch
 
 from agentbench_af.diagnose import compute_bottleneck
-from agentbench_af.diagnose.snapshot import (
+from agentbench_af.results.snapshot import (
     BottleneckSnapshot,
     bottleneck_snapshot,
     record_bottleneck,
@@ -67,7 +67,7 @@ def test_snapshot_with_a_policy_holds_the_headline_and_pearson():
     from bigram import Bigram, planted_trajs
 
     from agentbench_af.diagnose.headline import compute_headline
-    from agentbench_af.diagnose.snapshot import record_headline
+    from agentbench_af.results.snapshot import record_headline
 
     batch = make_batch(planted_trajs(0, "action", n_groups=6))
     lm = Bigram(int(batch.input_ids.max()) + 1, scale=0.3)

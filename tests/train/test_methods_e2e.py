@@ -8,13 +8,13 @@ import pytest
 from train_helpers import FROZENLAKE, REGISTERED_PAPER_ENVS, tiny_config
 
 from agentbench_af.config import to_dict
-from agentbench_af.diagnose.snapshot import bottleneck_snapshot
 from agentbench_af.io import read_jsonl
+from agentbench_af.models.policy import Policy
 from agentbench_af.results.record import RunRecord
 from agentbench_af.results.rollout_store import load_rollouts
+from agentbench_af.results.snapshot import bottleneck_snapshot
 from agentbench_af.train.config import parse_method
 from agentbench_af.train.loop import train
-from agentbench_af.train.policy import Policy
 
 PAPER_METHODS = ("ppo", "grpo", "ppo+actfocus", "grpo+actfocus")
 FROZENLAKE_EXTRA = ("rloo", "gigpo", "grpo+actfocus-reasoning-only", "grpo+action-only", "grpo+top-entropy")
