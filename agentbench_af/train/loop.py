@@ -4,8 +4,9 @@ Every step reseeds torch and draws its training seeds from (run seed, step), so 
 checkpoint continues exactly as an uninterrupted run would. The run's bookkeeping lives elsewhere: the
 locked run folder, its checks and files in `run_folder`, the warm start and its provenance in
 `warm_start`, what the update trains in `learner`, metrics rows and the record in `bookkeeping`. The
-record's `bottleneck` holds the Action Bottleneck ratio of the first step's batch (warm-start policy,
-before any update) and of one extra batch sampled after the last update.
+record's `bottleneck` holds the Action Bottleneck diagnostic (the headline, with gradients at the policy
+of the moment, and the secondary |c| ratio) of the first step's batch (warm-start policy, before any
+update) and of one extra batch sampled after the last update.
 
 Under `torchrun` (WORLD_SIZE > 1) the same loop runs on every rank (`train.distributed`): each rank
 collects its contiguous share of the step's prompts with its own sampling stream, credit uses global
@@ -26,6 +27,7 @@ import torch
 from tqdm.auto import tqdm
 
 import agentbench_af
+from agentbench_af.config import to_dict
 from agentbench_af.models.forward import score_batch
 from agentbench_af.results.record import RunRecord
 from agentbench_af.results.snapshot import bottleneck_snapshot, record_bottleneck
@@ -92,6 +94,11 @@ def _train(cfg: TrainConfig, run, ranks: dp.Ranks, device: torch.device, autocas
                                  cfg.rollout, cfg.credit.format_role, cfg.env.overrides)
         return trajectories_to_batch(trajs, cfg.rollout.context_mode, policy.pad_token_id), trajs
 
+    def snapshot(batch: RolloutBatch, step: int):
+        """The diagnostic of a scored batch at the current policy (headline gradients included)."""
+        return bottleneck_snapshot(batch, step, lm=policy.lm, temperature=cfg.rollout.temperature, device=device,
+                                   format_role=cfg.credit.format_role, settings=to_dict(cfg.diagnostic))
+
     start, progress = run.restore(learner) or (0, None)
     if progress is None:
         key = warm_eval_key(cfg, str(autocast))
@@ -109,7 +116,7 @@ def _train(cfg: TrainConfig, run, ranks: dp.Ranks, device: torch.device, autocas
         if step == 0:  # the warm-start policy's batch, before any update (kept in checkpoints)
             whole = gather_batch(batch, ranks, policy.pad_token_id)
             if whole is not None:
-                progress.bottleneck_warm_start = bottleneck_snapshot(whole, 0).to_dict()
+                progress.bottleneck_warm_start = snapshot(whole, 0).to_dict()
         advantage = rank_advantages(batch, cfg.credit, ranks)
         weights = rank_token_weights(batch, cfg.credit, ranks)
         gen = torch.Generator().manual_seed(step_seed(cfg.run.seed, step, 1))
@@ -141,7 +148,7 @@ def _train(cfg: TrainConfig, run, ranks: dp.Ranks, device: torch.device, autocas
     final = progress.curve[-1] if progress.curve else evaluate(cfg.rl.steps)
     record = None
     if final_whole is not None:  # rank 0 writes the record; the other ranks get it from there
-        bottleneck = record_bottleneck(progress.bottleneck_warm_start, bottleneck_snapshot(final_whole, cfg.rl.steps))
+        bottleneck = record_bottleneck(progress.bottleneck_warm_start, snapshot(final_whole, cfg.rl.steps))
         record = run.finish(policy, run_record(cfg, policy.num_params, env, warm, progress, final, bottleneck,
                                                ranks.world_size))
     return dp.broadcast_object(record, ranks)
