@@ -1,5 +1,8 @@
 """Training commands: `train CONFIG.yaml [key=value ...] [--resume | --overwrite]` and `eval RUN_DIR`.
 
+`train` under `torchrun` (`torchrun --nproc-per-node N -m agentbench_af.cli train ...`) is one
+data-parallel run: every process runs the command, rank 0 writes the run folder and prints the summary.
+
 Left out: launching several runs (that is `sweep`) and remote logging (metrics stay in the run folder).
 """
 
