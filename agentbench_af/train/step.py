@@ -14,6 +14,8 @@ The pass is kept when
   the values before the update);
 - the rollouts were not sampled by `TransformersEngine` on the trained module itself (e.g. vLLM, whose
   numerics differ from the training forward's).
+The training loop also keeps it at step 0 (its diagnostic reads the warm-start policy before the update)
+and under data parallelism (credit and the loss need every rank's rows).
 Left out: skipping the pass for the first minibatch of several (later minibatches would still need it).
 """
 
