@@ -25,6 +25,9 @@ class RolloutConfig:
     max_context_tokens: int = 2048
     prompt_prefix: str = ""
     max_batch_size: int = 256
+    engine: Literal["transformers", "vllm"] = "transformers"
+    vllm_memory_fraction: float = 0.2
+    vllm_kv_cache_gib: float = 0.0
 
     def __post_init__(self) -> None:
         if self.group_size < 1:
@@ -33,6 +36,12 @@ class RolloutConfig:
             raise ValueError(f"context_mode must be 'full' or 'window', got {self.context_mode!r}")
         if self.window_turns < 1:
             raise ValueError("window_turns must be >= 1")
+        if self.engine not in ("transformers", "vllm"):
+            raise ValueError(f"engine must be 'transformers' or 'vllm', got {self.engine!r}")
+        if not 0 < self.vllm_memory_fraction <= 1:
+            raise ValueError(f"vllm_memory_fraction must be in (0, 1], got {self.vllm_memory_fraction!r}")
+        if self.vllm_kv_cache_gib < 0:
+            raise ValueError(f"vllm_kv_cache_gib must be >= 0, got {self.vllm_kv_cache_gib!r}")
 
 
 @dataclass

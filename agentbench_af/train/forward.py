@@ -3,8 +3,10 @@
 Token-aligned like `RolloutBatch`: position t holds the log-prob of input_ids[:, t] given the tokens
 before it (position 0 holds 0). Logits are divided by the rollout temperature so that the ratio
 pi / pi_old compares the same distributions the tokens were sampled from. `score_batch` fills a
-sampled batch's old log-probs (and values, reference log-probs) with this forward pass.
-Left out: recomputing the entropies (the batch keeps the engine's, taken at sampling time).
+sampled batch's old log-probs and entropies (and values, reference log-probs) with this forward pass, so
+nothing downstream depends on the generation engine's numerics; `logprob_mismatch` measures how far the
+engine's log-probs were from the trainer's (the rollout/trainer mismatch).
+Left out: importance-sampling corrections for that mismatch (the loss uses the trainer's log-probs).
 """
 
 from __future__ import annotations
@@ -78,18 +80,25 @@ def score_batch(
     ref_lm: nn.Module | None = None,
     critic: nn.Module | None = None,
 ) -> RolloutBatch:
-    """Recompute `batch.old_logprobs` with the training forward pass (the same numerics as the update),
-    and set `values` (with a value head on the policy, or a separate `critic` network mapping
+    """Recompute `batch.old_logprobs` and `batch.entropy` with the training forward pass (the same numerics
+    as the update), and set `values` (with a value head on the policy, or a separate `critic` network mapping
     (input_ids, attention_mask) -> (B, T) values) and `ref_logprobs` (with a reference model); in place,
     on CPU."""
     b = batch.to(device)
-    old_lp, _, values = token_stats(lm, b.input_ids, b.attention_mask, max(temperature, 1e-6),
-                                    value_head=value_head, with_entropy=False)  # (B, T), (B, T) or None
+    old_lp, entropy, values = token_stats(lm, b.input_ids, b.attention_mask, max(temperature, 1e-6),
+                                          value_head=value_head)  # (B, T), (B, T), (B, T) or None
     if critic is not None:
         values = critic(b.input_ids, b.attention_mask)  # (B, T)
     batch.old_logprobs = (old_lp * b.response_mask).cpu()  # (B, T)
+    batch.entropy = (entropy * b.response_mask).cpu()  # (B, T)
     if values is not None:
         batch.values = (values * b.response_mask).cpu()  # (B, T)
     if ref_lm is not None:
         batch.ref_logprobs = response_logprobs(ref_lm, batch, temperature, device)  # (B, T)
     return batch
+
+
+def logprob_mismatch(engine_logprobs: torch.Tensor, trainer_logprobs: torch.Tensor, response_mask: torch.Tensor) -> float:
+    """max |engine log-prob - trainer log-prob| over generated tokens ((B, T) each; 0.0 when none)."""
+    gap = (engine_logprobs.float() - trainer_logprobs.float()).abs()[response_mask.bool()]  # (N,)
+    return float(gap.max()) if gap.numel() else 0.0

@@ -29,7 +29,7 @@ from agentbench_af.results.record import RunRecord, git_commit, package_versions
 from agentbench_af.results.rollout_store import save_rollouts, select_groups
 from agentbench_af.rollout.batch import ROLE_NAMES, RolloutBatch
 from agentbench_af.rollout.collect import collect_rollouts
-from agentbench_af.rollout.engine import TransformersEngine
+from agentbench_af.rollout.engine import build_engine
 from agentbench_af.rollout.to_batch import trajectories_to_batch
 from agentbench_af.train.checkpoint import (
     TrainState,
@@ -40,7 +40,7 @@ from agentbench_af.train.checkpoint import (
 )
 from agentbench_af.train.config import TrainConfig
 from agentbench_af.train.critic import SeparateCritic
-from agentbench_af.train.forward import score_batch
+from agentbench_af.train.forward import logprob_mismatch, score_batch
 from agentbench_af.train.policy import Policy, build_policy
 from agentbench_af.train.sft import sft_warm_start, training_seeds, warmup_lambda
 from agentbench_af.train.update import UpdateInputs, ppo_update
@@ -137,7 +137,7 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True) ->
             groups.append({"params": list(module.parameters()), "lr": cfg.rl.critic_lr})
     optimizer = torch.optim.AdamW(groups, weight_decay=cfg.rl.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_lambda(cfg.rl.warmup_steps))
-    engine = TransformersEngine(policy.lm, policy.pad_token_id, cfg.rollout.max_batch_size)
+    engine = build_engine(cfg.rollout, policy.lm, policy.pad_token_id, autocast, cfg.run.seed)
     env = agentbench_af.make(cfg.env.id, **cfg.env.overrides)
 
     def evaluate(step: int) -> dict:
@@ -166,6 +166,7 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True) ->
         optimizer.load_state_dict(state.optimizer)
         scheduler.load_state_dict(state.scheduler)
         restore_rng_states(rng)
+        engine.load_weights(policy.lm)
         start, extra = state.step, state.extra
         rewrite_jsonl(run_dir / "metrics.jsonl", [r for r in read_jsonl(run_dir / "metrics.jsonl") if r["step"] <= start])
     else:
@@ -183,18 +184,20 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True) ->
         t0 = time.time()
         batch, trajs = collect(step)
         t_rollout = time.time() - t0
-        # recompute old log-probs with the training forward pass (same numerics as the update)
+        # recompute old log-probs and entropies with the training forward pass (same numerics as the update)
+        sampled_logprobs = batch.old_logprobs  # (B, T): the engine's
         score_batch(policy.lm, batch, cfg.rollout.temperature, device, value_head, ref_lm, critic)
         if step == 0:  # the warm-start policy's batch, before any update (kept in checkpoints)
             extra["bottleneck_warm_start"] = bottleneck_snapshot(batch, 0).to_dict()
         advantage = compute_advantages(batch, cfg.credit)
         weights = compute_token_weights(batch, cfg.credit)
         gen = torch.Generator().manual_seed(step_seed(cfg.run.seed, step, 1))
-        update_metrics = ppo_update(
-            policy.lm, value_head, optimizer, UpdateInputs(batch, advantage.advantages, advantage.returns, weights),
-            cfg.loss, cfg.rl.epochs, cfg.rl.minibatches, max(cfg.rollout.temperature, 1e-6), gen, device, autocast,
-            detach_critic=cfg.rl.critic == "detached", critic=critic,
-        )
+        with engine.updating(policy.lm):  # the engine samples from the new weights afterwards
+            update_metrics = ppo_update(
+                policy.lm, value_head, optimizer, UpdateInputs(batch, advantage.advantages, advantage.returns, weights),
+                cfg.loss, cfg.rl.epochs, cfg.rl.minibatches, max(cfg.rollout.temperature, 1e-6), gen, device, autocast,
+                detach_critic=cfg.rl.critic == "detached", critic=critic,
+            )
         scheduler.step()
         done = step + 1
         counts = _role_counts(batch)
@@ -210,6 +213,7 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True) ->
             "time_rollout_s": t_rollout,
             "time_step_s": time.time() - t0,
             "lr": scheduler.get_last_lr()[0],
+            "rollout/logprob_mismatch_max": logprob_mismatch(sampled_logprobs, batch.old_logprobs, batch.response_mask),
             **update_metrics,
         }
         if cfg.run.save_rollouts_every and done % cfg.run.save_rollouts_every == 0:
@@ -232,6 +236,7 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True) ->
     score_batch(policy.lm, final_batch, cfg.rollout.temperature, device)
     bottleneck = record_bottleneck(extra.get("bottleneck_warm_start"), bottleneck_snapshot(final_batch, cfg.rl.steps))
     final = extra["curve"][-1] if extra["curve"] else evaluate(cfg.rl.steps)
+    getattr(engine, "close", lambda: None)()  # a vLLM engine frees its memory
     policy.save(run_dir / "final_policy")
     record = RunRecord(
         env_id=cfg.env.id, method=cfg.method, model=cfg.model.path or cfg.model.name, model_params=policy.num_params,
