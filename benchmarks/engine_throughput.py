@@ -5,6 +5,8 @@ Same policy, same episodes, same sampling (temperature 1, `--max-new-tokens`), o
   context: every turn extends the last; the transformers engine reuses each episode's KV cache, vLLM
   its own prefix cache), i.e. what a training step does;
 - *engine, one turn*: `generate` alone on the P x G first-turn prompts (no environment, no history).
+The engines alternate within each repetition (AB, BA, ...); medians and the median of per-repetition
+ratios are printed.
 The policy is a tiny model of head dim >= 32 (vLLM's CPU attention rejects 16), SFT'd for a few steps
 so responses end on their own (`--sft-steps 0`: random init, every response runs to the limit). vLLM's
 engine start and its first call (warm-up) are timed separately and left out of the rates.
@@ -85,21 +87,22 @@ def main(
     runs: dict[str, list[Measurement]] = {}
     transformers_engine = TransformersEngine(policy.lm, policy.pad_token_id, max_batch_size=prompts * group)
     collect(transformers_engine, policy, env_id, seeds[:2], cfg, 99)  # warm-up
-    for r in range(repeats):
-        runs.setdefault("transformers collector", []).append(collect(transformers_engine, policy, env_id, seeds, cfg, r))
-        runs.setdefault("transformers one turn", []).append(one_turn(transformers_engine, policy, first, cfg, r))
     t0 = time.perf_counter()
     vllm_engine = VLLMEngine(policy.lm, cfg.max_context_tokens, dtype, memory_fraction, kv_cache_gib)
     start_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     collect(vllm_engine, policy, env_id, seeds[:2], cfg, 99)  # warm-up
     warmup_s = time.perf_counter() - t0
-    try:
+    engines = {"transformers": transformers_engine, "vllm": vllm_engine}
+    try:  # the engines alternate (AB, BA, ...), so a change in the machine's load hits both alike
         for r in range(repeats):
-            runs.setdefault("vllm collector", []).append(collect(vllm_engine, policy, env_id, seeds, cfg, r))
-            runs.setdefault("vllm one turn", []).append(one_turn(vllm_engine, policy, first, cfg, r))
+            for name in (("transformers", "vllm") if r % 2 == 0 else ("vllm", "transformers")):
+                runs.setdefault(f"{name} collector", []).append(collect(engines[name], policy, env_id, seeds, cfg, r))
+                runs.setdefault(f"{name} one turn", []).append(one_turn(engines[name], policy, first, cfg, r))
     finally:
         vllm_engine.close()
+    pair = {mode: [v.tokens_per_s / t.tokens_per_s for t, v in zip(runs[f"transformers {mode}"], runs[f"vllm {mode}"],
+                                                                   strict=True)] for mode in ("collector", "one turn")}
     med = {name: statistics.median(m.tokens_per_s for m in ms) for name, ms in runs.items()}
     summary = {
         "env": env_id, "model": model, "params": policy.num_params, "sft_steps": sft_steps, "threads": threads,
@@ -109,6 +112,7 @@ def main(
         "median_tokens_per_s": med,
         "vllm_over_transformers_collector": med["vllm collector"] / med["transformers collector"],
         "vllm_over_transformers_one_turn": med["vllm one turn"] / med["transformers one turn"],
+        "median_pair_ratio": {mode: statistics.median(r) for mode, r in pair.items()},
     }
     if as_json:
         typer.echo(json.dumps(summary, indent=2))
@@ -122,7 +126,8 @@ def main(
     typer.echo(f"median tokens/s: collector transformers {med['transformers collector']:,.0f}, vLLM "
                f"{med['vllm collector']:,.0f} ({summary['vllm_over_transformers_collector']:.2f}x); one turn "
                f"transformers {med['transformers one turn']:,.0f}, vLLM {med['vllm one turn']:,.0f} "
-               f"({summary['vllm_over_transformers_one_turn']:.2f}x)")
+               f"({summary['vllm_over_transformers_one_turn']:.2f}x); median of per-repetition ratios: collector "
+               f"{summary['median_pair_ratio']['collector']:.2f}x, one turn {summary['median_pair_ratio']['one turn']:.2f}x")
 
 
 if __name__ == "__main__":
