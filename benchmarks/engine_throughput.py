@@ -35,8 +35,8 @@ from tabulate import tabulate
 import agentbench_af
 from agentbench_af.rollout.collect import collect_rollouts
 from agentbench_af.rollout.engine import SamplingParams, TransformersEngine
+from agentbench_af.rollout.seeds import draw_train_seeds
 from agentbench_af.rollout.types import RolloutConfig
-from agentbench_af.train.sft import training_seeds
 
 
 def collect(engine, policy, env_id, seeds, cfg, seed: int) -> Measurement:
@@ -80,7 +80,7 @@ def main(
     dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
     policy.lm.to(device=device, dtype=dtype).eval()
     env = agentbench_af.make(env_id)
-    seeds = training_seeds(env, prompts, np.random.default_rng(0))
+    seeds = draw_train_seeds(env, prompts, np.random.default_rng(0))
     cfg = RolloutConfig(group_size=group, max_new_tokens=max_new_tokens, max_batch_size=prompts * group,
                         max_context_tokens=2048)
     first = first_turn_prompts(policy, env_id, seeds, cfg)

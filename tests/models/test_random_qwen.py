@@ -4,12 +4,11 @@ end-of-turn ids and the token roles of sampled ids; a model folder without weigh
 
 import pytest
 
-from agentbench_af.formats.roles import token_roles
+from agentbench_af.formats.roles import Role, token_roles
 from agentbench_af.models.corpus import environment_corpus
 from agentbench_af.models.hf import PretrainedNotFoundError
+from agentbench_af.models.policy import Policy
 from agentbench_af.models.random_qwen import IM_END, IM_START, random_qwen2, save_random_qwen2
-from agentbench_af.rollout.batch import Role
-from agentbench_af.train.policy import Policy
 
 ENV = "FrozenLake-4x4-slippery-v0"
 
