@@ -193,8 +193,8 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True) ->
         batch, trajs = collect(step)
         t_rollout = time.time() - t0
         # recompute old log-probs and entropies with the training forward pass (same numerics as the update)
-        sampled_logprobs = batch.old_logprobs  # (B, T): the engine's
-        score_batch(policy.lm, batch, cfg.rollout.temperature, device, value_head, ref_lm, critic)
+        sampled = batch
+        batch = score_batch(policy.lm, batch, cfg.rollout.temperature, device, value_head, ref_lm, critic)
         if step == 0:  # the warm-start policy's batch, before any update (kept in checkpoints)
             extra["bottleneck_warm_start"] = snapshot(batch, 0).to_dict()
         advantage = compute_advantages(batch, cfg.credit)
@@ -221,7 +221,7 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True) ->
             "time_rollout_s": t_rollout,
             "time_step_s": time.time() - t0,
             "lr": scheduler.get_last_lr()[0],
-            "rollout/logprob_mismatch_max": logprob_mismatch(sampled_logprobs, batch.old_logprobs, batch.response_mask),
+            "rollout/logprob_mismatch_max": logprob_mismatch(sampled.old_logprobs, batch.old_logprobs, batch.response_mask),
             **update_metrics,
         }
         if cfg.run.save_rollouts_every and done % cfg.run.save_rollouts_every == 0:
@@ -241,7 +241,7 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True) ->
 
     # one more batch with the same recipe (the one a step cfg.rl.steps + 1 would sample) for the final ratio
     final_batch, _ = collect(cfg.rl.steps)
-    score_batch(policy.lm, final_batch, cfg.rollout.temperature, device)
+    final_batch = score_batch(policy.lm, final_batch, cfg.rollout.temperature, device)
     bottleneck = record_bottleneck(extra.get("bottleneck_warm_start"), snapshot(final_batch, cfg.rl.steps))
     final = extra["curve"][-1] if extra["curve"] else evaluate(cfg.rl.steps)
     getattr(engine, "close", lambda: None)()  # a vLLM engine frees its memory

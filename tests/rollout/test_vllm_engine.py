@@ -95,11 +95,10 @@ def test_sampled_logprobs_match_the_trainer_and_sampling_is_seeded(policy, engin
     torch.manual_seed(8)
     other = _rollouts(engine, policy, cfg)
     assert _turns(first) == _turns(again) != _turns(other)
-    batch = trajectories_to_batch(first, "full", policy.pad_token_id)
-    sampled = batch.old_logprobs.clone()  # (B, T): vLLM's
-    score_batch(policy.lm, batch, 1.0, "cpu")
-    assert batch.response_mask.sum() > 50
-    assert logprob_mismatch(sampled, batch.old_logprobs, batch.response_mask) < 1e-3
+    sampled = trajectories_to_batch(first, "full", policy.pad_token_id)  # vLLM's log-probs, NaN entropies
+    batch = score_batch(policy.lm, sampled, 1.0, "cpu")
+    assert batch.response_mask.sum() > 50 and sampled.entropy[sampled.response_mask].isnan().all()
+    assert logprob_mismatch(sampled.old_logprobs, batch.old_logprobs, batch.response_mask) < 1e-3
     assert torch.isfinite(batch.entropy).all() and (batch.entropy[batch.response_mask] > 0).all()
 
 
