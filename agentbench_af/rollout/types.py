@@ -14,6 +14,10 @@ class RolloutConfig:
     `window` keeps the system prompt and the last `window_turns` turns (one sample per turn).
     `prompt_prefix` is text forced at the start of every response (e.g. "<think>"); it is part of the
     prompt, never trained on, and is prepended to the response text the environment sees.
+    `engine`: `transformers` (`rollout.engine.TransformersEngine`, the default) or `vllm` (a vLLM engine in
+    the training process, `rollout.vllm_engine.VLLMEngine`; needs the `vllm` extra). `vllm_memory_fraction`
+    is vLLM's `gpu_memory_utilization` (on CPU: the share of RAM that must be free when it starts);
+    `vllm_kv_cache_gib` sizes its KV cache (0: 1 GiB on CPU, from the memory fraction on CUDA).
     """
 
     group_size: int = 8
