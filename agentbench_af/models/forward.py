@@ -3,12 +3,14 @@
 Token-aligned like `RolloutBatch`: position t holds the log-prob of input_ids[:, t] given the tokens
 before it (position 0 holds 0). Logits are divided by the rollout temperature so that the ratio
 pi / pi_old compares the same distributions the tokens were sampled from. `score_batch` returns a
-sampled batch with its old log-probs (and values, reference log-probs) from this forward pass.
+sampled batch with its old log-probs and entropies (and values, reference log-probs) from this forward
+pass, so nothing downstream depends on the generation engine's numerics; `logprob_mismatch` measures how
+far the engine's log-probs were from the trainer's (the rollout/trainer mismatch).
 With `response_mask`, the logits are computed only at the positions that predict a generated token of
 some row (the model's `logits_to_keep`, where it has one): a single-turn batch is mostly prompt, and
 the (B, T, V) logits, log-softmax and entropy at prompt positions were a quarter of the update's forward
 and backward (docs/benchmarks.md). Log-probs and entropies are then 0 at the other positions.
-Left out: recomputing the entropies (the batch keeps the engine's, taken at sampling time).
+Left out: importance-sampling corrections for that mismatch (the loss uses the trainer's log-probs).
 """
 
 from __future__ import annotations
@@ -115,19 +117,25 @@ def score_batch(
     ref_lm: nn.Module | None = None,
     critic: nn.Module | None = None,
 ) -> RolloutBatch:
-    """A copy of `batch` whose `old_logprobs` come from the training forward pass (the same numerics as
-    the update), with `values` (from a value head on the policy, or a separate `critic` network mapping
-    (input_ids, attention_mask) -> (B, T) values) and `ref_logprobs` (from a reference model) when given;
-    the new tensors are on CPU, `batch` itself is left unchanged."""
+    """A copy of `batch` whose `old_logprobs` and `entropy` come from the training forward pass (the same
+    numerics as the update), with `values` (from a value head on the policy, or a separate `critic` network
+    mapping (input_ids, attention_mask) -> (B, T) values) and `ref_logprobs` (from a reference model) when
+    given; the new tensors are on CPU, `batch` itself is left unchanged."""
     b = batch.to(device)
-    old_lp, _, values = token_stats(lm, b.input_ids, b.attention_mask, max(temperature, 1e-6),
-                                    value_head=value_head, with_entropy=False,
-                                    response_mask=b.response_mask)  # (B, T), (B, T) or None
+    old_lp, entropy, values = token_stats(lm, b.input_ids, b.attention_mask, max(temperature, 1e-6),
+                                          value_head=value_head,
+                                          response_mask=b.response_mask)  # (B, T), (B, T), (B, T) or None
     if critic is not None:
         values = critic(b.input_ids, b.attention_mask)  # (B, T)
-    updates = {"old_logprobs": (old_lp * b.response_mask).cpu()}  # (B, T)
+    updates = {"old_logprobs": (old_lp * b.response_mask).cpu(), "entropy": (entropy * b.response_mask).cpu()}  # (B, T) each
     if values is not None:
         updates["values"] = (values * b.response_mask).cpu()  # (B, T)
     if ref_lm is not None:
         updates["ref_logprobs"] = response_logprobs(ref_lm, batch, temperature, device)  # (B, T)
     return replace(batch, **updates)
+
+
+def logprob_mismatch(engine_logprobs: torch.Tensor, trainer_logprobs: torch.Tensor, response_mask: torch.Tensor) -> float:
+    """max |engine log-prob - trainer log-prob| over generated tokens ((B, T) each; 0.0 when none)."""
+    gap = (engine_logprobs.float() - trainer_logprobs.float()).abs()[response_mask.bool()]  # (N,)
+    return float(gap.max()) if gap.numel() else 0.0
