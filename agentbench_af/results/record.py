@@ -78,6 +78,7 @@ class RunRecord:
     git_commit: str | None = None
     versions: dict[str, str] = field(default_factory=dict)
     bottleneck: dict[str, Any] | None = None  # action-bottleneck ratios at warm start and final step
+    fingerprint: dict[str, Any] | None = None  # results/fingerprint.py; None in records written before it
     record_version: int = RECORD_VERSION
 
     def save(self, run_dir: str | Path) -> Path:

@@ -25,6 +25,7 @@ from agentbench_af.credit import compute_advantages, compute_token_weights
 from agentbench_af.diagnose.snapshot import bottleneck_snapshot, record_bottleneck
 from agentbench_af.evaluate.evaluate import evaluate_policy
 from agentbench_af.io import append_jsonl, atomic_write_text, read_jsonl, rewrite_jsonl
+from agentbench_af.results.fingerprint import environment_fingerprint
 from agentbench_af.results.record import RunRecord, git_commit, package_versions
 from agentbench_af.results.rollout_store import save_rollouts, select_groups
 from agentbench_af.rollout.batch import ROLE_NAMES, RolloutBatch
@@ -240,7 +241,7 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True) ->
         final_metrics={k: v for k, v in final.items() if k != "step"}, warm_start_success=extra["warm_start_success"],
         curve=extra["curve"], tokens_by_role=extra["tokens_by_role"],
         wall_time_s=extra["wall_time_s"], bottleneck=bottleneck,
-        git_commit=git_commit(), versions=package_versions(),
+        git_commit=git_commit(), versions=package_versions(), fingerprint=environment_fingerprint(device),
     )
     record.save(run_dir)
     return record
