@@ -37,7 +37,7 @@ def checks_table(checks) -> str:
              f"{_pct(c.recorded_warm)} -> {_pct(c.rerun_warm)}", _z(c.z_final), _z(c.z_warm),
              "yes" if c.exact_expected else "no", c.verdict] for c in checks]
     return tabulate(rows, headers=["cell", "episodes", "final % (record -> re-run)", "warm start %", "SE diff final",
-                                   "SE diff warm", "exact expected", "result"])
+                                   "SE diff warm", "exact expected", "result"], disable_numparse=True)
 
 
 def _reason_lines(checks) -> list[str]:
