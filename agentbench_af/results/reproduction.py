@@ -113,6 +113,8 @@ class CellCheck:
     passed: bool = False
     reasons: list[str] = field(default_factory=list)  # why an exact match is not expected
     fingerprint: dict[str, Any] | None = None  # where the re-run ran
+    recorded_curve: list[float | None] = field(default_factory=list)  # success at each evaluation
+    rerun_curve: list[float | None] = field(default_factory=list)
     error: str | None = None
     wall_time_s: float = 0.0
 
@@ -142,6 +144,7 @@ def check_cell(cell: str, recorded: RunRecord, rerun: RunRecord, here: dict[str,
         z_final=success_z(recorded.final_success, rerun.final_success, n1, n2),
         z_warm=success_z(recorded.warm_start_success, rerun.warm_start_success, n1, n2),
         exact_expected=expected, exact=identical(recorded, rerun), reasons=reasons, fingerprint=here,
+        recorded_curve=[c.get("success") for c in recorded.curve], rerun_curve=[c.get("success") for c in rerun.curve],
         wall_time_s=rerun.wall_time_s,
     )
     if n1 != n2:

@@ -48,6 +48,7 @@ def test_verify_passes_exactly_then_catches_an_edited_record(tmp_path):
     check = json.loads((tmp_path / "ok.json").read_text())["checks"][0]
     assert check["exact_expected"] and check["exact"] and check["verdict"] == "exact match"
     assert check["recorded_final"] == check["rerun_final"] == record.final_success
+    assert check["rerun_curve"] == check["recorded_curve"] == [c["success"] for c in record.curve]
     assert "1 passed (1 exact), 0 failed" in res.output
     assert {p: p.read_bytes() for p in board.rglob("*") if p.is_file()} == before  # the leaderboard is untouched
 
