@@ -39,13 +39,13 @@ def success_z(p1: float | None, p2: float | None, n1: int, n2: int) -> float | N
 
 
 def code_unchanged(commit_a: str, commit_b: str, repo: Path | None = None) -> bool | None:
-    """Whether `CODE_PATHS` are identical at two commits (git diff); None when git cannot tell."""
+    """Whether `CODE_PATHS` (from the repository root) are identical at two commits; None when git cannot tell."""
     if commit_a == commit_b:
         return True
     cwd = repo or _PACKAGE_DIR
     try:
-        out = subprocess.run(["git", "diff", "--quiet", commit_a, commit_b, "--", *CODE_PATHS], cwd=cwd,
-                             capture_output=True, timeout=30)
+        out = subprocess.run(["git", "diff", "--quiet", commit_a, commit_b, "--", *(f":(top){p}" for p in CODE_PATHS)],
+                             cwd=cwd, capture_output=True, timeout=30)
     except (OSError, subprocess.SubprocessError):
         return None
     return {0: True, 1: False}.get(out.returncode)

@@ -1,6 +1,7 @@
 """Comparing a record with its re-run: the two-proportion z score, when an exact match is expected."""
 
 import math
+import subprocess
 
 import pytest
 
@@ -69,6 +70,30 @@ def test_code_unchanged_asks_git_about_code_folders_only():
         pytest.fail("these tests run from a git checkout")
     assert reproduction.code_unchanged(head, head) is True
     assert reproduction.code_unchanged(head, "0" * 40) is None  # an unknown commit: git cannot tell
+
+
+def test_code_unchanged_between_commits_of_a_repository(tmp_path):
+    def git(*args):
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path,
+                              capture_output=True, text=True, check=True).stdout.strip()
+
+    (tmp_path / "agentbench_af").mkdir()
+    (tmp_path / "agentbench_af" / "loss.py").write_text("CLIP = 0.2\n")
+    (tmp_path / "README.md").write_text("v1\n")
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "first")
+    first = git("rev-parse", "HEAD")
+    (tmp_path / "README.md").write_text("v2\n")  # docs only
+    git("commit", "-qam", "docs")
+    docs = git("rev-parse", "HEAD")
+    (tmp_path / "agentbench_af" / "loss.py").write_text("CLIP = 0.3\n")
+    git("commit", "-qam", "code")
+    code = git("rev-parse", "HEAD")
+    package = tmp_path / "agentbench_af"  # asked from the package folder, as the installed code does
+    assert reproduction.code_unchanged(first, docs, package) is True
+    assert reproduction.code_unchanged(docs, code, package) is False
+    assert reproduction.code_unchanged(first, code, tmp_path) is False
 
 
 def test_a_record_without_fingerprint_says_so_and_names_version_differences():
