@@ -138,6 +138,9 @@ def check_cell(cell: str, recorded: RunRecord, rerun: RunRecord, here: dict[str,
     n1 = int(recorded.protocol.get("eval_episodes") or 0)
     n2 = int(rerun.protocol.get("eval_episodes") or 0)
     expected, reasons = exact_expected(recorded, here)
+    processes = [int((r.parallel or {}).get("world_size") or 1) for r in (recorded, rerun)]
+    if processes[0] != processes[1]:  # data-parallel ranks sample and reduce differently
+        expected, reasons = False, [*reasons, f"trained on {processes[0]} processes, re-run on {processes[1]}"]
     check = CellCheck(
         cell=cell, episodes=n1 or None, recorded_final=recorded.final_success, rerun_final=rerun.final_success,
         recorded_warm=recorded.warm_start_success, rerun_warm=rerun.warm_start_success,

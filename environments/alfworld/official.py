@@ -15,7 +15,7 @@ import json
 import os
 from pathlib import Path
 
-from agentbench_af.environments.alfworld.cache import read_json
+from agentbench_af.api.game_cache import read_json
 
 DATA_FOLDER = "json_2.1.1"
 

@@ -130,3 +130,10 @@ def test_check_cell_statistical():
 def test_check_cell_refuses_a_different_number_of_episodes():
     check = check_cell("cell", record(episodes=64), record(episodes=32, fingerprint=HERE), HERE)
     assert not check.passed and check.error == "the re-run evaluated 32 episodes, the record 64"
+
+
+def test_a_data_parallel_record_is_not_expected_to_match_a_one_process_rerun():
+    rec = record(fingerprint=HERE)
+    rec.parallel = {"world_size": 2, "strategy": "ddp"}
+    check = check_cell("cell", rec, record(fingerprint=HERE), HERE)
+    assert not check.exact_expected and check.reasons == ["trained on 2 processes, re-run on 1"] and check.passed

@@ -10,15 +10,15 @@ import torch
 from train_helpers import FROZENLAKE
 
 from agentbench_af.credit import CreditConfig, compute_token_weights
+from agentbench_af.models.forward import token_stats
+from agentbench_af.models.policy import Policy
 from agentbench_af.models.value import ValueHead
 from agentbench_af.rollout.collect import collect_rollouts
 from agentbench_af.rollout.engine import TransformersEngine
 from agentbench_af.rollout.to_batch import trajectories_to_batch
 from agentbench_af.rollout.types import RolloutConfig
 from agentbench_af.train.critic import SeparateCritic
-from agentbench_af.train.forward import token_stats
 from agentbench_af.train.loss import LossConfig
-from agentbench_af.train.policy import Policy
 from agentbench_af.train.update import UpdateInputs, ppo_update
 
 CPU = torch.device("cpu")
@@ -126,3 +126,15 @@ def test_a_separate_critic_starts_as_the_policy_trunk_and_trains_alone(warm_star
     with pytest.raises(ValueError, match="not both"):
         ppo_update(policy.lm, policy.ensure_value_head(), optimizer, UpdateInputs(b, zeros, returns, zeros),
                    LossConfig(), 1, 1, 1.0, torch.Generator().manual_seed(0), CPU, critic=critic)
+
+
+def test_the_logged_policy_loss_is_the_weighted_surrogate_at_ratio_one(warm_start, rollout_batch):
+    """One minibatch, one epoch: the policy still equals the sampling policy, every ratio is 1, so the
+    loss is token-mean(w * -A) over generated tokens (worked out here without `train.loss`)."""
+    adv = _advantages(rollout_batch)
+    _, metrics = _run(warm_start, rollout_batch, "actfocus", False, adv)
+    weights = compute_token_weights(rollout_batch, CreditConfig(weighting="actfocus"))  # (B, T)
+    mask = rollout_batch.response_mask  # (B, T)
+    expected = float((weights * -adv)[mask].sum() / mask.sum())
+    assert metrics["pg_loss"] == pytest.approx(expected, rel=1e-5, abs=1e-7)
+    assert metrics["clip_frac"] == 0.0
