@@ -21,7 +21,7 @@ from tqdm.auto import tqdm
 
 import agentbench_af
 from agentbench_af.config import ConfigError, config_hash, from_dict, to_dict
-from agentbench_af.credit import compute_advantages, compute_token_weights
+from agentbench_af.credit import compute_advantages, compute_token_weights, credit_view
 from agentbench_af.evaluate.evaluate import evaluate_policy
 from agentbench_af.formats.roles import ROLE_NAMES
 from agentbench_af.io import append_jsonl, atomic_write_text, read_jsonl, rewrite_jsonl
@@ -149,12 +149,12 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True) ->
         return {"step": step, **result.to_dict()}
 
     def collect(step: int) -> tuple[RolloutBatch, list]:
-        """The rollouts of step `step` (seeded by run seed and step), before scoring."""
+        """The rollouts of step `step` (seeded by run seed and step), before scoring; roles as credit counts them."""
         torch.manual_seed(step_seed(cfg.run.seed, step, 0))
         seeds = draw_train_seeds(env, cfg.rl.prompts_per_step, np.random.default_rng(step_seed(cfg.run.seed, step, 2)))
         trajs = collect_rollouts(engine, policy.tokenizer, policy.chat, cfg.env.id, seeds, cfg.rollout,
-                                 cfg.credit.format_role, cfg.env.overrides)
-        return trajectories_to_batch(trajs, cfg.rollout.context_mode, policy.pad_token_id), trajs
+                                 cfg.env.overrides)
+        return credit_view(trajectories_to_batch(trajs, cfg.rollout.context_mode, policy.pad_token_id), cfg.credit), trajs
 
     start, extra = 0, {"curve": [], "tokens_by_role": {}, "wall_time_s": 0.0, "warm_start_success": None}
     ckpt = latest_checkpoint(run_dir) if resume else None
