@@ -18,7 +18,7 @@ import torch
 from tqdm.auto import tqdm
 
 import agentbench_af
-from agentbench_af.credit import compute_advantages, compute_token_weights
+from agentbench_af.credit import compute_advantages, compute_token_weights, credit_view
 from agentbench_af.evaluate.evaluate import evaluate_policy
 from agentbench_af.models.forward import score_batch
 from agentbench_af.results.record import RunRecord
@@ -61,12 +61,13 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True, ov
             return {"step": step, **result.to_dict()}
 
         def collect(step: int) -> tuple[RolloutBatch, list]:
-            """The rollouts of step `step` (seeded by run seed and step), before scoring."""
+            """The rollouts of step `step` (seeded by run seed and step), before scoring; roles as credit counts them."""
             torch.manual_seed(step_seed(cfg.run.seed, step, 0))
             seeds = draw_train_seeds(env, cfg.rl.prompts_per_step, np.random.default_rng(step_seed(cfg.run.seed, step, 2)))
             trajs = collect_rollouts(engine, policy.tokenizer, policy.chat, cfg.env.id, seeds, cfg.rollout,
-                                     cfg.credit.format_role, cfg.env.overrides)
-            return trajectories_to_batch(trajs, cfg.rollout.context_mode, policy.pad_token_id), trajs
+                                     cfg.env.overrides)
+            batch = trajectories_to_batch(trajs, cfg.rollout.context_mode, policy.pad_token_id)
+            return credit_view(batch, cfg.credit), trajs
 
         start, progress = run.restore(learner) or (0, None)
         if progress is None:
@@ -78,8 +79,8 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True, ov
             batch, trajs = collect(step)
             t_rollout = time.time() - t0
             # recompute old log-probs with the training forward pass (same numerics as the update)
-            score_batch(policy.lm, batch, cfg.rollout.temperature, device, learner.value_head, learner.ref_lm,
-                        learner.critic)
+            batch = score_batch(policy.lm, batch, cfg.rollout.temperature, device, learner.value_head,
+                                learner.ref_lm, learner.critic)
             if step == 0:  # the warm-start policy's batch, before any update (kept in checkpoints)
                 progress.bottleneck_warm_start = bottleneck_snapshot(batch, 0).to_dict()
             advantage = compute_advantages(batch, cfg.credit)
@@ -106,7 +107,7 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True, ov
 
         # one more batch with the same recipe (the one a step cfg.rl.steps + 1 would sample) for the final ratio
         final_batch, _ = collect(cfg.rl.steps)
-        score_batch(policy.lm, final_batch, cfg.rollout.temperature, device)
+        final_batch = score_batch(policy.lm, final_batch, cfg.rollout.temperature, device)
         bottleneck = record_bottleneck(progress.bottleneck_warm_start, bottleneck_snapshot(final_batch, cfg.rl.steps))
         final = progress.curve[-1] if progress.curve else evaluate(cfg.rl.steps)
         return run.finish(policy, run_record(cfg, policy.num_params, env, warm, progress, final, bottleneck))

@@ -1,9 +1,10 @@
 """One PPO/GRPO policy update over a rollout batch: epochs x minibatches of the weighted clipped loss.
 
 Advantages and token weights are computed once for the whole batch (credit assignment is pure tensor
-code in `agentbench_af.credit`) and sliced per minibatch; the per-token loss and its aggregation come
-from `train.loss`. The weights multiply the policy surrogate only. Left out: gradient accumulation
-across minibatches (one optimizer step per minibatch, as in PPO) and mixed-precision loss scaling.
+code in `agentbench_af.credit`) and sliced per minibatch; every loss term is a `train.loss` function
+(`policy_loss`, `value_loss`, `kl_k3`, `entropy_bonus`). The weights multiply the policy surrogate only.
+Left out: gradient accumulation across minibatches (one optimizer step per minibatch, as in PPO) and
+mixed-precision loss scaling.
 """
 
 from __future__ import annotations
@@ -76,8 +77,7 @@ def ppo_update(
                 )
                 if critic is not None:
                     values = critic(mb.input_ids, mb.attention_mask)  # (b, t)
-            surrogate = L.clipped_surrogate(logprobs, mb.old_logprobs, adv, loss_cfg)  # (b, t)
-            total = L.agg_loss(w * surrogate, mask, loss_cfg.agg)
+            total = L.policy_loss(logprobs, mb.old_logprobs, adv, w, mask, loss_cfg)
             logs.setdefault("pg_loss", []).append(float(total.detach()))
             if critic_module is not None and inputs.returns is not None:
                 ret = inputs.returns[chunk, :width].to(device)
@@ -92,8 +92,7 @@ def ppo_update(
                 total = total + loss_cfg.kl_coef * kl
                 logs.setdefault("kl_ref", []).append(float(kl.detach()))
             if loss_cfg.entropy_coef > 0 and entropy is not None:
-                ent = L.agg_loss(entropy, mask, loss_cfg.agg)
-                total = total - loss_cfg.entropy_coef * ent
+                total = total - loss_cfg.entropy_coef * L.entropy_bonus(entropy, mask, loss_cfg.agg)
             optimizer.zero_grad(set_to_none=True)
             total.backward()
             grad_norm = torch.nn.utils.clip_grad_norm_(params, loss_cfg.max_grad_norm)
