@@ -4,8 +4,9 @@ Every step reseeds torch and draws its training seeds from (run seed, step), so 
 checkpoint continues exactly as an uninterrupted run would. The run's bookkeeping lives elsewhere: the
 locked run folder, its checks and files in `run_folder`, the warm start and its provenance in
 `warm_start`, what the update trains in `learner`, metrics rows and the record in `bookkeeping`. The
-record's `bottleneck` holds the Action Bottleneck ratio of the first step's batch (warm-start policy,
-before any update) and of one extra batch sampled after the last update.
+record's `bottleneck` holds the Action Bottleneck diagnostic (the headline, with gradients at the policy
+of the moment, and the secondary |c| ratio) of the first step's batch (warm-start policy, before any
+update) and of one extra batch sampled after the last update.
 Left out: multi-GPU data parallelism (one device per run; sweeps parallelise runs).
 """
 
@@ -22,13 +23,13 @@ from agentbench_af.credit import compute_advantages, compute_token_weights, cred
 from agentbench_af.evaluate.evaluate import evaluate_policy
 from agentbench_af.models.forward import score_batch
 from agentbench_af.results.record import RunRecord
-from agentbench_af.results.snapshot import bottleneck_snapshot, record_bottleneck
+from agentbench_af.results.snapshot import record_bottleneck
 from agentbench_af.rollout.batch import RolloutBatch
 from agentbench_af.rollout.collect import collect_rollouts
 from agentbench_af.rollout.engine import TransformersEngine
 from agentbench_af.rollout.seeds import draw_train_seeds
 from agentbench_af.rollout.to_batch import trajectories_to_batch
-from agentbench_af.train.bookkeeping import protocol, run_record, step_row
+from agentbench_af.train.bookkeeping import diagnostic_snapshot, protocol, run_record, step_row
 from agentbench_af.train.config import TrainConfig
 from agentbench_af.train.device import resolve_device, use_device
 from agentbench_af.train.learner import build_learner
@@ -82,7 +83,7 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True, ov
             batch = score_batch(policy.lm, batch, cfg.rollout.temperature, device, learner.value_head,
                                 learner.ref_lm, learner.critic)
             if step == 0:  # the warm-start policy's batch, before any update (kept in checkpoints)
-                progress.bottleneck_warm_start = bottleneck_snapshot(batch, 0).to_dict()
+                progress.bottleneck_warm_start = diagnostic_snapshot(cfg, policy.lm, device, batch, 0).to_dict()
             advantage = compute_advantages(batch, cfg.credit)
             weights = compute_token_weights(batch, cfg.credit)
             gen = torch.Generator().manual_seed(step_seed(cfg.run.seed, step, 1))
@@ -108,6 +109,7 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True, ov
         # one more batch with the same recipe (the one a step cfg.rl.steps + 1 would sample) for the final ratio
         final_batch, _ = collect(cfg.rl.steps)
         final_batch = score_batch(policy.lm, final_batch, cfg.rollout.temperature, device)
-        bottleneck = record_bottleneck(progress.bottleneck_warm_start, bottleneck_snapshot(final_batch, cfg.rl.steps))
+        last = diagnostic_snapshot(cfg, policy.lm, device, final_batch, cfg.rl.steps)
+        bottleneck = record_bottleneck(progress.bottleneck_warm_start, last)
         final = progress.curve[-1] if progress.curve else evaluate(cfg.rl.steps)
         return run.finish(policy, run_record(cfg, policy.num_params, env, warm, progress, final, bottleneck))
