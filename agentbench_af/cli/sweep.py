@@ -1,4 +1,4 @@
-"""`agentbench-af sweep SPEC.yaml [--backend local|ray|serial] [--workers N] [--max-retries N] [--dry-run]`.
+"""`agentbench-af sweep SPEC.yaml [--backend local|ray|serial] [--workers N] [--address auto] [--gpus-per-run G] [--max-retries N] [--dry-run]`.
 
 Left out: editing a spec from the command line (write a second spec file).
 """
@@ -30,8 +30,10 @@ def plan_table(plan) -> str:
 @app.command("sweep")
 def sweep_command(
     spec: Path = typer.Argument(..., help="Sweep spec YAML (base config, grid, overrides, out_dir)."),
-    backend: str = typer.Option("local", help="local (process pool), ray (RAY_ADDRESS or a local cluster), serial."),
+    backend: str = typer.Option("local", help="local (process pool), ray (--address, RAY_ADDRESS or a local cluster), serial."),
     workers: int = typer.Option(None, help="Parallel runs (default: cores // threads_per_run)."),
+    address: str = typer.Option(None, help="Ray only: the cluster to join, `auto` (started here by `ray start`) or HEAD_IP:PORT."),
+    gpus_per_run: float = typer.Option(None, help="Ray only: GPUs each run reserves (default: the spec's gpus_per_run, 0)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Check every run's config; print the runs and what would be skipped."),
     max_retries: int = typer.Option(None, "--max-retries", min=0,
                                     help="Resubmissions of a run whose worker process died (default: the spec's, 2)."),
@@ -44,8 +46,12 @@ def sweep_command(
 
     if backend not in ("local", "ray", "serial"):
         raise _fail(f"--backend must be local, ray or serial, got {backend!r}")
+    if (address is not None or gpus_per_run is not None) and backend != "ray":
+        raise _fail("--address and --gpus-per-run are for --backend ray")
     try:
         loaded = load_sweep_spec(spec)
+        if gpus_per_run is not None:
+            loaded = dataclasses.replace(loaded, gpus_per_run=gpus_per_run)
         if max_retries is not None:
             loaded = dataclasses.replace(loaded, max_retries=max_retries)
         plan = plan_sweep(loaded)
@@ -61,7 +67,8 @@ def sweep_command(
             raise typer.Exit(1)
         return
     try:
-        outcomes = run_sweep(plan.spec, backend=backend, workers=workers, show_progress=not quiet)  # type: ignore[arg-type]
+        outcomes = run_sweep(plan.spec, backend=backend, workers=workers, show_progress=not quiet,  # type: ignore[arg-type]
+                             address=address)
     except (SweepError, ConfigError, RuntimeError, WriteError) as exc:
         raise _fail(str(exc)) from exc
     rows = [[o.name, o.status, "" if o.final_success is None else f"{o.final_success:.3f}", o.retries, o.error or ""]

@@ -1,5 +1,8 @@
 """Training commands: `train CONFIG.yaml [key=value ...] [--resume | --overwrite]` and `eval RUN_DIR`.
 
+`train` under `torchrun` (`torchrun --nproc-per-node N -m agentbench_af.cli train ...`) is one
+data-parallel run: every process runs the command, rank 0 writes the run folder and prints the summary.
+
 Left out: launching several runs (that is `sweep`) and remote logging (metrics stay in the run folder).
 """
 
@@ -46,10 +49,16 @@ def train_command(
         raise _fail(str(exc)) from exc
     from agentbench_af.io import WriteError
     from agentbench_af.results.tensor_files import UnsafeFileError
+    from agentbench_af.train.distributed import check_world, ranks_from_env
     from agentbench_af.train.loop import train
 
     if resume and overwrite:
         raise _fail("--resume and --overwrite exclude each other")
+    try:
+        ranks = ranks_from_env()
+        check_world(cfg, ranks)
+    except ValueError as exc:  # torchrun's variables, or a batch the processes cannot share evenly
+        raise _fail(str(exc)) from exc
     try:
         record = train(cfg, resume=resume, show_progress=not quiet, overwrite=overwrite)
     except FileExistsError as exc:  # busy (locked), a finished run, a checkpoint without --resume, a changed config
@@ -58,11 +67,13 @@ def train_command(
         raise _fail(str(exc)) from exc
     except FileNotFoundError as exc:  # model.path not on this machine (PretrainedNotFoundError)
         raise _fail(f"model.path: {exc}") from exc
-    typer.echo(
-        f"{cfg.run_name}: final-step success {record.final_success:.3f} "
-        f"(warm start {record.warm_start_success:.3f}) over {cfg.eval.episodes} eval episodes; "
-        f"record: {Path(cfg.run.out_dir) / cfg.run_name / 'record.json'}"
-    )
+    if ranks.is_main:
+        processes = f" on {ranks.world_size} processes ({cfg.run.parallel})" if ranks.active else ""
+        typer.echo(
+            f"{cfg.run_name}: final-step success {record.final_success:.3f} "
+            f"(warm start {record.warm_start_success:.3f}) over {cfg.eval.episodes} eval episodes{processes}; "
+            f"record: {Path(cfg.run.out_dir) / cfg.run_name / 'record.json'}"
+        )
 
 
 @app.command("eval")

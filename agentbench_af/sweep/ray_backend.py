@@ -1,7 +1,10 @@
 """Ray backend: one remote task per run, reserving `threads` CPUs (and `gpus` GPUs) each.
 
-Joins the cluster at `RAY_ADDRESS` when it is set (run directories must then be on a filesystem every
-node sees), else starts a local cluster with `ray.init(num_cpus=...)` and shuts it down afterwards.
+Joins the cluster at `address` (`--address`: `auto` for the cluster `ray start` made on this machine,
+or `HOST:PORT` of its head), else at `RAY_ADDRESS` when it is set, else starts a local cluster with
+`ray.init(num_cpus=...)` and shuts it down afterwards. On a cluster, run directories must be on a
+filesystem every node sees, and `gpus` (`gpus_per_run`) is a Ray resource: a run waits for a node with
+that many free GPUs, and Ray sets its CUDA_VISIBLE_DEVICES.
 Follow-up tasks (`run(tasks, then=...)`: a run once its warm start is ready) are submitted as soon as
 the result they follow arrives. A task whose worker process died (killed, out of memory, its node
 lost) is retried by Ray itself up to `max_retries` times (Ray's task option of that name; a run that
@@ -28,18 +31,26 @@ def _ray():
 
 
 class RayBackend:
-    """Connects on entry (RAY_ADDRESS, else a local cluster of `num_cpus`); shuts down what it started."""
+    """Connects on entry (`address`, else RAY_ADDRESS, else a local cluster of `num_cpus`); shuts down
+    the connection it made."""
 
-    def __init__(self, num_cpus: int | None = None, gpus: float = 0.0, max_retries: int = 2) -> None:
-        self.num_cpus, self.gpus, self.max_retries = num_cpus, gpus, max_retries
+    def __init__(self, num_cpus: int | None = None, gpus: float = 0.0, max_retries: int = 2,
+                 address: str | None = None) -> None:
+        if gpus < 0:
+            raise ValueError(f"GPUs per run must be >= 0, got {gpus}")
+        self.num_cpus, self.gpus, self.max_retries, self.address = num_cpus, gpus, max_retries, address
         self._started = False
 
     def __enter__(self) -> RayBackend:
         ray = _ray()
         if not ray.is_initialized():
-            address = os.environ.get("RAY_ADDRESS")
+            address = self.address or os.environ.get("RAY_ADDRESS")
             if address:
-                ray.init(address=address, log_to_driver=False)
+                try:
+                    ray.init(address=address, log_to_driver=False)
+                except (ConnectionError, RuntimeError, ray.exceptions.RayError) as exc:
+                    raise RuntimeError(f"cannot join the Ray cluster at {address}: {one_line(exc)} (start one with "
+                                       "`ray start --head`, or check the address)") from exc
             else:
                 ray.init(num_cpus=self.num_cpus, include_dashboard=False, log_to_driver=False)
             self._started = True

@@ -154,9 +154,13 @@ def uses_cuda(cfgs: list[TrainConfig]) -> bool:
     return any(c.run.device.startswith("cuda") or (c.run.device == "auto" and torch.cuda.is_available()) for c in cfgs)
 
 
-def make_backend(backend: Backend, workers: int | None, spec: SweepSpec, n_tasks: int, cfgs: list[TrainConfig]):
+def make_backend(backend: Backend, workers: int | None, spec: SweepSpec, n_tasks: int, cfgs: list[TrainConfig],
+                 address: str | None = None):
     """The backend context manager. Local workers default to cores // threads_per_run, or to one when
-    runs use CUDA (every local worker would share one device; for several GPUs use Ray with gpus_per_run)."""
+    runs use CUDA (every local worker would share one device; for several GPUs use Ray with gpus_per_run).
+    `address`: the Ray cluster to join (ray backend only)."""
+    if address is not None and backend != "ray":
+        raise SweepError(f"an address ({address}) is for the ray backend, not {backend!r}")
     if workers is not None and workers < 1:
         raise SweepError(f"workers must be >= 1, got {workers}")
     if backend == "serial":
@@ -171,7 +175,8 @@ def make_backend(backend: Backend, workers: int | None, spec: SweepSpec, n_tasks
     if backend == "ray":
         from agentbench_af.sweep.ray_backend import RayBackend
 
-        return RayBackend(workers * spec.threads_per_run if workers else None, spec.gpus_per_run, spec.max_retries)
+        return RayBackend(workers * spec.threads_per_run if workers else None, spec.gpus_per_run, spec.max_retries,
+                          address)
     raise SweepError(f"unknown backend {backend!r}; choose local, ray or serial")
 
 
@@ -212,8 +217,9 @@ def _outcome(run: PlannedRun, status: str, result: TaskResult | None = None, fin
 
 
 def run_sweep(spec: SweepSpec | str | Path, backend: Backend = "local", workers: int | None = None,
-              show_progress: bool = True) -> list[RunOutcome]:
-    """Run every unfinished run of `spec` (a SweepSpec or a YAML path); one outcome per run, grid order."""
+              show_progress: bool = True, address: str | None = None) -> list[RunOutcome]:
+    """Run every unfinished run of `spec` (a SweepSpec or a YAML path); one outcome per run, grid order.
+    `address`: the Ray cluster to join (`auto`, or the head's HOST:PORT; ray backend only)."""
     plan = plan_sweep(spec)
     spec = plan.spec
     if plan.conflicts:
@@ -221,7 +227,7 @@ def run_sweep(spec: SweepSpec | str | Path, backend: Backend = "local", workers:
         raise SweepError(f"{len(plan.conflicts)} run dir(s) hold another config, e.g. {first.run_dir}: {first.detail}; "
                          "use another out_dir or remove them")
     backend_cm = make_backend(backend, workers, spec, max(len(plan.todo), len(plan.warm_starts)),
-                              [r.cfg for r in plan.todo])
+                              [r.cfg for r in plan.todo], address)
     atomic_write_text(Path(spec.out_dir) / "sweep.yaml", yaml.safe_dump(to_dict(spec), sort_keys=False))
     outcomes: dict[str, RunOutcome] = {}
     results: dict[str, TaskResult] = {}

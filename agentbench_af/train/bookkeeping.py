@@ -98,7 +98,7 @@ def protocol(cfg: TrainConfig, env, warm: WarmStart | None = None) -> dict[str, 
 
 
 def run_record(cfg: TrainConfig, num_params: int, env, warm: WarmStart, progress: Progress, final: dict[str, Any],
-               bottleneck: dict[str, Any] | None) -> RunRecord:
+               bottleneck: dict[str, Any] | None, world_size: int = 1) -> RunRecord:
     return RunRecord(
         env_id=cfg.env.id, method=cfg.method, model=cfg.model.path or cfg.model.name, model_params=num_params,
         seed=cfg.run.seed, config_hash=config_hash(cfg), config=to_dict(cfg), protocol=protocol(cfg, env, warm),
@@ -106,4 +106,5 @@ def run_record(cfg: TrainConfig, num_params: int, env, warm: WarmStart, progress
         warm_start_success=progress.warm_start_success, curve=progress.curve, tokens_by_role=progress.tokens_by_role,
         wall_time_s=progress.wall_time_s, bottleneck=bottleneck, warm_start=warm.to_record(),
         git_commit=git_commit(), versions=package_versions(),
+        parallel={"world_size": world_size, "strategy": cfg.run.parallel if world_size > 1 else None},
     )

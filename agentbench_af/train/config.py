@@ -129,9 +129,14 @@ class RunConfig:
     rollout_sample_groups: int = 8  # groups per saved sample
     threads: int = 0  # torch threads; 0: all cores
     device: str = "auto"  # auto: cuda when available
+    # data parallelism under torchrun (WORLD_SIZE > 1; ignored for one process): ddp replicates the model
+    # on every rank, fsdp2 shards parameters, gradients and optimizer state (torch fully_shard)
+    parallel: Literal["ddp", "fsdp2"] = "ddp"
 
     def __post_init__(self) -> None:
         _check_counts(self, "run", checkpoint_every=1, save_rollouts_every=0, rollout_sample_groups=1, threads=0)
+        if self.parallel not in ("ddp", "fsdp2"):
+            raise ValueError(f"run.parallel must be ddp or fsdp2, got {self.parallel!r}")
 
 
 @dataclass(frozen=True)

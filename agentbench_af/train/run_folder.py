@@ -188,7 +188,7 @@ class RunFolder:
 
     def checkpoint(self, done: int, learner: Learner, progress: Progress) -> None:
         if done % self.cfg.run.checkpoint_every == 0 or done == self.cfg.rl.steps:
-            state = TrainState(done, learner.model_state(), learner.optimizer.state_dict(),
+            state = TrainState(done, learner.model_state(), learner.optimizer_state(),
                                learner.scheduler.state_dict(), progress.to_dict())
             save_checkpoint(self.dir, state)
 
