@@ -46,8 +46,8 @@ def test_second_method_reuses_the_first_runs_warm_start_eval(tmp_path, warm_star
     assert len(list((warm / "evals").glob("*.json"))) == 1
 
     calls = []
-    real = loop.evaluate_policy
-    monkeypatch.setattr(loop, "evaluate_policy", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = loop.evaluate_on_ranks  # the loop's evaluation (split over ranks; one process here)
+    monkeypatch.setattr(loop, "evaluate_on_ranks", lambda *a, **k: calls.append(1) or real(*a, **k))
     second = loop.train(tiny_config(tmp_path / "b", method="ppo", rl__steps=1, eval__every=1,
                                     run__init_from=str(warm)), show_progress=False)
     assert len(calls) == 1  # only the step-1 evaluation ran; step 0 came from the warm start's file
