@@ -22,6 +22,7 @@ from agentbench_af.credit.registry import (
     register_advantage,
     register_weighting,
 )
+from agentbench_af.credit.roles import credit_roles, credit_view
 from agentbench_af.credit.weights import actfocus_weights, action_mask
 
 __all__ = [
@@ -33,6 +34,8 @@ __all__ = [
     "action_mask",
     "compute_advantages",
     "compute_token_weights",
+    "credit_roles",
+    "credit_view",
     "get_advantage_estimator",
     "get_token_weighting",
     "register_advantage",

@@ -25,17 +25,14 @@ from agentbench_af.credit.config import CreditConfig
 from agentbench_af.credit.energy import token_energy
 from agentbench_af.credit.groups import compact_ids, group_sum, grouped_softmax
 from agentbench_af.credit.registry import register_weighting
+from agentbench_af.credit.roles import credit_roles
 from agentbench_af.formats.roles import Role
 from agentbench_af.rollout.batch import RolloutBatch
 
 
 def action_mask(batch: RolloutBatch, format_role: str) -> torch.Tensor:
-    """(B, T) bool: generated tokens treated as action tokens."""
-    roles = batch.roles.long()
-    act = roles == int(Role.ACTION)
-    if format_role == "action":
-        act = act | (roles == int(Role.FORMAT))
-    return act & batch.response_mask
+    """(B, T) bool: generated tokens treated as action tokens (format tokens too when format_role = action)."""
+    return (credit_roles(batch.roles, format_role) == int(Role.ACTION)) & batch.response_mask
 
 
 def _scope_ids(batch: RolloutBatch, row: torch.Tensor, col: torch.Tensor, scope: str) -> torch.Tensor:

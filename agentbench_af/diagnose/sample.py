@@ -4,10 +4,11 @@
     batch = sample_batch(policy, spec, device="cpu", ref_lm=None, progress=bar.update)
 
 `prompts` distinct seeds of the environment's training range (drawn with `seed`), `rollout.group_size`
-rollouts each, through the training code path: `collect_rollouts`, `trajectories_to_batch`, then old
-log-probs and entropies recomputed by the training forward pass (`models.forward.score_batch`). So the
-batch is what a training step at this policy would see. torch is seeded with `seed`: a call repeats on
-one machine. Left out: value estimates (no critic is involved).
+rollouts each, through the training code path: `collect_rollouts`, `trajectories_to_batch`, roles as
+credit counts them (`credit.credit_view` with `format_role`), then old log-probs and entropies recomputed
+by the training forward pass (`models.forward.score_batch`). So the batch is what a training step at this
+policy would see. torch is seeded with `seed`: a call repeats on one machine. Left out: value estimates
+(no critic is involved).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import torch
 from torch import nn
 
 import agentbench_af
+from agentbench_af.credit.roles import credit_view
 from agentbench_af.models.forward import response_logprobs, score_batch
 from agentbench_af.models.policy import Policy
 from agentbench_af.rollout.batch import RolloutBatch
@@ -36,7 +38,7 @@ class SampleSpec:
     env_id: str
     prompts: int = 32  # groups: distinct seeds of the training range
     rollout: RolloutConfig = field(default_factory=RolloutConfig)  # group_size, temperature, limits
-    format_role: str = "reasoning"  # where format tokens are counted (credit.format_role of a run)
+    format_role: str = "reasoning"  # where format tokens are counted (credit.format_role of a run; `credit.roles`)
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
 
@@ -58,8 +60,8 @@ def sample_batch(policy: Policy, spec: SampleSpec, device: torch.device | str = 
     torch.manual_seed(spec.seed)
     engine = TransformersEngine(policy.lm, policy.pad_token_id, spec.rollout.max_batch_size)
     trajs = collect_rollouts(engine, policy.tokenizer, policy.chat, spec.env_id, seeds, spec.rollout,
-                             spec.format_role, spec.env_kwargs, progress)
-    batch = trajectories_to_batch(trajs, spec.rollout.context_mode, policy.pad_token_id)
+                             spec.env_kwargs, progress)
+    batch = credit_view(trajectories_to_batch(trajs, spec.rollout.context_mode, policy.pad_token_id), spec.format_role)
     return score_batch(policy.lm, batch, spec.rollout.temperature, device, ref_lm=ref_lm)
 
 

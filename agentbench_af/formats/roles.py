@@ -1,6 +1,6 @@
 """Token roles of one generated response, from the token ids that were actually sampled.
 
-`token_roles(token_ids, tokenizer, prompt_prefix="", format_role="reasoning") -> list[Role]` labels each
+`token_roles(token_ids, tokenizer, prompt_prefix="") -> list[Role]` labels each
 generated id (one turn's response, end-of-turn id included) as reasoning, action or format
 (ACTFOCUS.md, "Token roles"):
 
@@ -17,8 +17,8 @@ generated id (one turn's response, end-of-turn id included) as reasoning, action
    reasoning, inside `<answer>..</answer>` -> action, tag characters and anything outside -> format.
    Ties go to action, then reasoning, then format. An empty piece takes the role of the character
    position it sits at (at the end of the text: the role of a span left open there).
-4. `format_role` maps format ids: "reasoning" (ACTFOCUS's default), "action", or "format" (keep
-   `Role.FORMAT`, e.g. for the diagnostic).
+Format ids keep `Role.FORMAT`: where credit assignment counts them (`credit.format_role`) is decided in
+`credit.roles`, nowhere else.
 
 Tags split over several ids, a missing `</think>` or `</answer>`, and text after `</answer>` are all
 handled by step 3. Speed (2-core CPU, fast tokenizers): ~60 us per 100-token response; each id's piece
@@ -52,7 +52,6 @@ ROLE_NAMES = {r.value: r.name.lower() for r in Role}
 WINDOW = 4  # preceding ids decoded with each id: enough for any 4-byte UTF-8 character
 MEMO_RUN = 8  # runs of ids without context-free pieces up to this length are memoised
 _REPLACEMENT = "\ufffd"
-FORMAT_ROLES = {"reasoning": Role.REASONING, "action": Role.ACTION, "format": Role.FORMAT}
 
 
 class _Detokenizer:
@@ -205,13 +204,9 @@ def _role_at(p: int, length: int, reasoning: Span | None, answer: Span | None) -
     return Role.FORMAT
 
 
-def token_roles(
-    token_ids: Sequence[int], tokenizer: Any, prompt_prefix: str = "", format_role: str = "reasoning"
-) -> list[Role]:
+def token_roles(token_ids: Sequence[int], tokenizer: Any, prompt_prefix: str = "") -> list[Role]:
     """The role of each generated id (same length as `token_ids`); see the module docstring."""
-    if format_role not in FORMAT_ROLES:
-        raise ValueError(f"format_role must be one of {sorted(FORMAT_ROLES)}, got {format_role!r}")
-    fmt = FORMAT_ROLES[format_role]
+    fmt = Role.FORMAT
     reasoning_role, action_role = Role.REASONING, Role.ACTION
     ids = _as_ids(token_ids)
     dt = _detokenizer(tokenizer)

@@ -70,8 +70,10 @@ def expert_demonstrations(env_id: str, seeds: Iterable[int], **env_kwargs) -> li
     return [expert_demonstration(env_id, s, **env_kwargs) for s in seeds]
 
 
-def training_seeds(env_id: str, n: int, seed: int) -> list[int]:
-    """`n` distinct seeds drawn (deterministically from `seed`) from the variant's training range."""
+def tokenizer_corpus_seeds(env_id: str, n: int, seed: int) -> list[int]:
+    """The episodes whose expert text trains the tokenizer: `n` distinct seeds of the variant's training
+    range drawn from `seed`, in draw order (a large range is sampled with replacement until n distinct).
+    RL and SFT draw their seeds with `rollout.seeds.draw_train_seeds` instead."""
     lo, hi = make(env_id).variant.train_seeds
     n = min(n, hi - lo)
     rng = np.random.default_rng(seed)
@@ -101,7 +103,7 @@ def environment_corpus(env_ids: Sequence[str], episodes_per_env: int = 200, seed
         raise ValueError(f"episodes_per_env must be >= 1, got {episodes_per_env}")
     texts: list[str] = []
     for k, env_id in enumerate(env_ids):
-        seeds = training_seeds(env_id, episodes_per_env, seed + 1_000_003 * k)
+        seeds = tokenizer_corpus_seeds(env_id, episodes_per_env, seed + 1_000_003 * k)
         for demo in expert_demonstrations(env_id, seeds):
             texts.append(demo.system)
             for user, response in demo.turns:

@@ -69,7 +69,6 @@ def collect_rollouts(
     env_id: str,
     seeds: Sequence[int],
     cfg: RolloutConfig,
-    format_role: str = "reasoning",
     env_kwargs: dict | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> list[Trajectory]:
@@ -90,14 +89,14 @@ def collect_rollouts(
     if clear is not None:
         clear()  # stored prefixes were computed by earlier weights
     try:
-        _collect_turns(engine, tokenizer, chat, cfg, format_role, envs, trajs, messages, live, reuse, progress)
+        _collect_turns(engine, tokenizer, chat, cfg, envs, trajs, messages, live, reuse, progress)
     finally:
         if clear is not None:
             clear()
     return trajs
 
 
-def _collect_turns(engine, tokenizer, chat, cfg, format_role, envs, trajs, messages, live, reuse, progress) -> None:
+def _collect_turns(engine, tokenizer, chat, cfg, envs, trajs, messages, live, reuse, progress) -> None:
     """Step every live trajectory until all have ended (one batched generation per turn)."""
     params = SamplingParams(cfg.temperature, cfg.top_p, cfg.max_new_tokens)
     stop_ids = list(chat.end_of_turn_ids)
@@ -118,7 +117,7 @@ def _collect_turns(engine, tokenizer, chat, cfg, format_role, envs, trajs, messa
             ids = gen.token_ids
             body = ids[:-1] if gen.finished else ids
             text = cfg.prompt_prefix + tokenizer.decode(body, skip_special_tokens=False)
-            roles = token_roles(ids, tokenizer, prompt_prefix=cfg.prompt_prefix, format_role=format_role)
+            roles = token_roles(ids, tokenizer, prompt_prefix=cfg.prompt_prefix)
             obs_before, user_message = messages[i]
             env = envs[i]
             obs, reward, terminated, truncated, info = env.step(text)

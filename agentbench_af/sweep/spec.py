@@ -115,11 +115,11 @@ WARM_START_FIELDS = ("env", "model", "sft", "rollout")
 def warm_start_key(cfg: TrainConfig) -> str:
     """Directory name of the shared warm start a run branches from: `<env>-<model>-s<seed>-<hash>`.
 
-    The hash covers everything the warm start depends on (env, model, sft, rollout, format role), so a
-    changed SFT budget never reuses a stale warm start from the same folder."""
+    The hash covers everything the warm start depends on (env, model, sft, rollout), so a changed SFT
+    budget never reuses a stale warm start from the same folder. `credit.format_role` is not in it: SFT
+    trains on every generated token whatever its role."""
     model = cfg.model.path.rstrip("/").split("/")[-1] if cfg.model.path else cfg.model.name
     data = {k: v for k, v in to_dict(cfg).items() if k in WARM_START_FIELDS}
-    data["format_role"] = cfg.credit.format_role
     digest = hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:8]
     return f"{cfg.env.id}-{model}-s{cfg.run.seed}-{digest}"
 

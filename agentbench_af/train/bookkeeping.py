@@ -16,6 +16,7 @@ from agentbench_af.config import config_hash, to_dict
 from agentbench_af.formats.roles import ROLE_NAMES
 from agentbench_af.results.fingerprint import environment_fingerprint
 from agentbench_af.results.record import RunRecord, git_commit, package_versions
+from agentbench_af.results.snapshot import BottleneckSnapshot, bottleneck_snapshot
 from agentbench_af.rollout.batch import RolloutBatch
 from agentbench_af.train.config import TrainConfig
 from agentbench_af.train.warm_start import WarmStart
@@ -68,6 +69,12 @@ def step_row(done: int, batch: RolloutBatch, trajs: list, time_rollout_s: float,
         "lr": lr,
         **update_metrics,
     }
+
+
+def diagnostic_snapshot(cfg: TrainConfig, lm, device, batch: RolloutBatch, step: int) -> BottleneckSnapshot:
+    """The diagnostic of a scored batch at the current policy (headline gradients included)."""
+    return bottleneck_snapshot(batch, step, lm=lm, temperature=cfg.rollout.temperature, device=device,
+                               format_role=cfg.credit.format_role, settings=to_dict(cfg.diagnostic))
 
 
 def protocol(cfg: TrainConfig, env, warm: WarmStart | None = None) -> dict[str, Any]:

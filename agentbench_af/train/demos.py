@@ -25,7 +25,6 @@ def demonstration_trajectories(
     tokenizer,
     chat: ChatFormat,
     cfg: RolloutConfig,
-    format_role: str = "reasoning",
     env_kwargs: dict | None = None,
 ) -> list[Trajectory]:
     """One expert episode per seed, as trajectories (group = index of the seed)."""
@@ -43,7 +42,7 @@ def demonstration_trajectories(
             text = format_response(expert.reasoning, expert.actions)
             body = text[len(cfg.prompt_prefix) :] if text.startswith(cfg.prompt_prefix) else text
             ids = chat.response_ids(body, cfg.prompt_prefix) + eot
-            roles = token_roles(ids, tokenizer, prompt_prefix=cfg.prompt_prefix, format_role=format_role)
+            roles = token_roles(ids, tokenizer, prompt_prefix=cfg.prompt_prefix)
             obs_before = obs
             obs, reward, terminated, truncated, info = env.step(text)
             traj.turns.append(

@@ -32,6 +32,7 @@ from tqdm.auto import tqdm
 
 import agentbench_af
 from agentbench_af.config import to_dict
+from agentbench_af.credit import credit_view
 from agentbench_af.models.forward import logprob_mismatch, score_batch
 from agentbench_af.results.record import RunRecord
 from agentbench_af.results.snapshot import bottleneck_snapshot, record_bottleneck
@@ -97,12 +98,12 @@ def _train(cfg: TrainConfig, run, ranks: dp.Ranks, device: torch.device, autocas
         return {"step": step, **result.to_dict()}
 
     def collect(step: int) -> tuple[RolloutBatch, list]:
-        """This rank's rollouts of step `step` (seeded by run seed, step and rank), before scoring."""
+        """This rank's rollouts of step `step` (seeded by run seed, step, rank); roles as credit counts them."""
         torch.manual_seed(dp.rank_seed(step_seed(cfg.run.seed, step, 0), ranks))
         seeds = draw_train_seeds(env, cfg.rl.prompts_per_step, np.random.default_rng(step_seed(cfg.run.seed, step, 2)))
         trajs = collect_rollouts(engine, policy.tokenizer, policy.chat, cfg.env.id, dp.share(seeds, ranks),
-                                 cfg.rollout, cfg.credit.format_role, cfg.env.overrides)
-        return trajectories_to_batch(trajs, cfg.rollout.context_mode, policy.pad_token_id), trajs
+                                 cfg.rollout, cfg.env.overrides)
+        return credit_view(trajectories_to_batch(trajs, cfg.rollout.context_mode, policy.pad_token_id), cfg.credit), trajs
 
     def snapshot(batch: RolloutBatch, step: int):
         """The diagnostic of a scored batch at the current policy (headline gradients included)."""

@@ -49,7 +49,7 @@ def sft_warm_start(
     rng = np.random.default_rng([cfg.run.seed, 1])
     seeds = draw_train_seeds(env, cfg.sft.episodes, rng)
     trajs = demonstration_trajectories(
-        cfg.env.id, seeds, tokenizer, chat, cfg.rollout, cfg.credit.format_role, cfg.env.overrides
+        cfg.env.id, seeds, tokenizer, chat, cfg.rollout, cfg.env.overrides
     )
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else chat.end_of_turn_ids[0]
     data = trajectories_to_batch(trajs, cfg.rollout.context_mode, pad)

@@ -1,7 +1,7 @@
 """The warm start: a tiny policy SFT'd on expert demonstrations (or `model.path`), saved as a policy folder.
 
 Its provenance is checked, not assumed. A warm-start folder records the settings it was built with
-(`warm_start.yaml`: env, model, sft, rollout, format role and seed, plus the SFT statistics);
+(`warm_start.yaml`: env, model, sft, rollout and seed, plus the SFT statistics);
 `prepare_warm_start` reuses a folder only when those equal the run's, and rebuilds it otherwise (a
 folder left by an earlier config, or one without a readable record). A run that branches from
 `run.init_from` uses that folder as it is, and its record states what it was built with.
@@ -34,7 +34,7 @@ RECORD_FILE = "warm_start.yaml"
 def warm_start_settings(cfg: TrainConfig) -> dict[str, Any]:
     """Everything that decides the warm start `cfg` builds, as plain data."""
     data = {k: v for k, v in to_dict(cfg).items() if k in WARM_START_FIELDS}
-    return {**data, "format_role": cfg.credit.format_role, "seed": cfg.run.seed}
+    return {**data, "seed": cfg.run.seed}  # not credit.format_role: SFT trains on every generated token
 
 
 def settings_key(settings: dict[str, Any]) -> str:

@@ -21,7 +21,7 @@ def _ids(tok, text):
 
 
 def _roles(ids, tok, prefix=""):
-    return token_roles(ids, tok, prompt_prefix=prefix, format_role="format")
+    return token_roles(ids, tok, prompt_prefix=prefix)
 
 
 # ---------------------------------------------------------------- ours: tags are single tokens
@@ -29,10 +29,7 @@ def test_ours_basic_response(ours):
     ids = _ids(ours, "<think>I go Right</think><answer>Right</answer>") + [ours.eos_token_id]
     pieces = ["<think>", "I", " go", " Right", "</think>", "<answer>", "Right", "</answer>", ""]
     assert token_pieces(ids, ours) == pieces
-    assert _roles(ids, ours) == [F, R, R, R, F, F, A, F, F]
-    # the default folds format into reasoning (ACTFOCUS format_role), "action" into action
-    assert token_roles(ids, ours) == [R, R, R, R, R, R, A, R, R]
-    assert token_roles(ids, ours, format_role="action") == [A, R, R, R, A, A, A, A, A]
+    assert _roles(ids, ours) == [F, R, R, R, F, F, A, F, F]  # format stays format: credit decides where it counts
 
 
 def test_ours_forced_think_prefix(ours):
@@ -207,8 +204,6 @@ def test_roles_never_raise_and_match_the_reference(data, prefix, which, ours, ch
     pieces = token_pieces(ids, tok)
     assert "".join(pieces) == tok.backend_tokenizer.decode(ids, skip_special_tokens=True)
     assert roles == _reference_roles(ids, tok, prefix)
-    for fmt, role in (("reasoning", R), ("action", A)):
-        assert token_roles(ids, tok, prefix, fmt) == [role if r is F else r for r in roles]
 
 
 @settings(max_examples=100, deadline=None)
@@ -243,8 +238,6 @@ def test_text_tokens_never_hit_the_slow_paths(ours, chatml, corpus, monkeypatch)
 
 
 def test_bad_arguments(ours):
-    with pytest.raises(ValueError, match="format_role"):
-        token_roles([1], ours, format_role="other")
     with pytest.raises(ValueError, match="token ids"):
         token_roles([-1], ours)
     assert token_roles([], ours) == []

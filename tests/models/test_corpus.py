@@ -3,7 +3,7 @@ import pytest
 from agentbench_af.api import make
 from agentbench_af.api.parse import parse_response
 from agentbench_af.formats.prompts import system_prompt
-from agentbench_af.models.corpus import environment_corpus, expert_demonstrations, training_seeds
+from agentbench_af.models.corpus import environment_corpus, expert_demonstrations, tokenizer_corpus_seeds
 
 
 def test_demonstrations_replay_and_succeed():
@@ -34,9 +34,9 @@ def test_corpus_is_deterministic_and_covers_every_kind_of_text():
 
 def test_training_seeds_are_distinct_and_in_range():
     lo, hi = make("FrozenLake-4x4-v0").variant.train_seeds
-    seeds = training_seeds("FrozenLake-4x4-v0", 50, seed=0)
+    seeds = tokenizer_corpus_seeds("FrozenLake-4x4-v0", 50, seed=0)
     assert len(set(seeds)) == 50 and all(lo <= s < hi for s in seeds)
-    assert seeds == training_seeds("FrozenLake-4x4-v0", 50, seed=0)
+    assert seeds == tokenizer_corpus_seeds("FrozenLake-4x4-v0", 50, seed=0)
 
 
 def test_corpus_rejects_zero_episodes():

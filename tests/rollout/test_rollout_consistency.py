@@ -16,13 +16,13 @@ TOL = 1e-4  # fp32 on CPU: KV-cached left-padded sampling vs right-padded full f
 CASES = [(env, mode) for env in REGISTERED_PAPER_ENVS for mode in ("full", "window")]
 
 
-def _collect(policy, env_id, mode, temperature=1.0, prompt_prefix="", format_role="reasoning"):
+def _collect(policy, env_id, mode, temperature=1.0, prompt_prefix=""):
     cfg = RolloutConfig(group_size=2, context_mode=mode, window_turns=2, temperature=temperature,
                         max_new_tokens=32, prompt_prefix=prompt_prefix)
     engine = TransformersEngine(policy.lm, policy.pad_token_id, max_batch_size=4)  # several chunks
     torch.manual_seed(1)
     trajs = collect_rollouts(engine, policy.tokenizer, policy.chat, env_id, [3, 5, 8], cfg,
-                             format_role=format_role, env_kwargs=env_overrides(env_id))
+                             env_kwargs=env_overrides(env_id))
     return cfg, trajs
 
 
@@ -94,13 +94,13 @@ def test_engine_logprobs_match_the_training_forward(rollouts):
     assert (entropy[m] - batch.entropy[m]).abs().max() < TOL
 
 
-def test_prompt_prefix_and_format_role_reach_the_roles(frozenlake_policy):
+def test_prompt_prefix_reaches_the_roles_and_format_tokens_are_labelled_format(frozenlake_policy):
     policy = frozenlake_policy
-    cfg, trajs = _collect(policy, "FrozenLake-4x4-v0", "full", prompt_prefix="<think>", format_role="format")
+    cfg, trajs = _collect(policy, "FrozenLake-4x4-v0", "full", prompt_prefix="<think>")
     fmt_seen = False
     for traj in trajs:
         for turn in traj.turns:
-            roles = token_roles(turn.response_ids, policy.tokenizer, prompt_prefix="<think>", format_role="format")
+            roles = token_roles(turn.response_ids, policy.tokenizer, prompt_prefix="<think>")
             assert turn.roles == [int(r) for r in roles]
             assert turn.response_text.startswith("<think>")
             fmt_seen |= int(Role.FORMAT) in turn.roles

@@ -41,6 +41,7 @@ def test_key_follows_the_protocol_not_the_method(tmp_path):
 def test_second_method_reuses_the_first_runs_warm_start_eval(tmp_path, warm_start, monkeypatch):
     warm = tmp_path / "warm"
     shutil.copytree(warm_start, warm)
+    shutil.rmtree(warm / "evals", ignore_errors=True)  # evaluations other tests stored in the shared warm start
     first = loop.train(tiny_config(tmp_path / "a", method="grpo", rl__steps=1, eval__every=1,
                                    run__init_from=str(warm)), show_progress=False)
     assert len(list((warm / "evals").glob("*.json"))) == 1
