@@ -27,3 +27,8 @@ __all__ = [
     "ActionOutcome", "ExpertTurn", "StepInfo", "TextEnv", "Variant",
     "check_env", "list_envs", "make", "register", "spec", "__version__",
 ]
+
+# register every id (the suite and installed plugins) here and in Gymnasium as `agentbench_af/<id>`
+from agentbench_af.api.registry import _ensure_loaded  # noqa: E402
+
+_ensure_loaded()

@@ -28,7 +28,7 @@ from typing import Any
 
 from agentbench_af.api.env import TextEnv
 from agentbench_af.api.malformed import malformed_responses, prefix_then_unknown
-from agentbench_af.api.registry import make
+from agentbench_af.api.registry import DataUnavailable, make
 from agentbench_af.api.types import REQUIRED_STEP_KEYS, ExpertTurn
 from agentbench_af.formats.parse import format_response
 
@@ -135,6 +135,8 @@ class _Checker:
         env = env or self.env
         try:
             obs, info = env.reset(seed=seed)
+        except DataUnavailable:
+            raise  # not a contract violation: the id cannot run here (check-env reports SKIP)
         except Exception as exc:
             raise self.fail(self.current, f"reset(seed={seed}) raised {exc!r}") from exc
         if not isinstance(obs, str):

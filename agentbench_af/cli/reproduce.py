@@ -12,6 +12,7 @@ from pathlib import Path
 import typer
 
 from agentbench_af.cli.app import app
+from agentbench_af.cli.train import IMPORT_HELP
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
@@ -30,6 +31,7 @@ def reproduce_command(
     list_presets: bool = typer.Option(False, "--list", help="List the presets and exit."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Say what would run, run nothing."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bars."),
+    imports: list[str] = typer.Option(None, "--import", metavar="MODULE", help=IMPORT_HELP),
 ) -> None:
     """Run a preset (warm starts, then every method from the same warm start) and write table and plots."""
     from agentbench_af.config import ConfigError
@@ -48,7 +50,7 @@ def reproduce_command(
     if backend not in ("local", "ray", "serial"):
         raise _fail(f"--backend must be local, ray or serial, got {backend!r}")
     cfg = ReproduceConfig(preset=preset, out_dir=out, work_dir=work_dir, backend=backend,  # type: ignore[arg-type]
-                          workers=workers, model_dir=model_dir)
+                          workers=workers, model_dir=model_dir, imports=tuple(imports or ()))
     start = time.time()
     try:
         typer.echo(describe(cfg))

@@ -1,5 +1,6 @@
-"""`agentbench-af sweep SPEC.yaml [--backend local|ray|serial] [--workers N] [--dry-run]`.
+"""`agentbench-af sweep SPEC.yaml [--backend local|ray|serial] [--workers N] [--dry-run] [--import MODULE]`.
 
+`--import` adds plugin modules to the spec's `imports`: imported here, and by every worker before its run.
 Left out: editing a spec from the command line (write a second spec file).
 """
 
@@ -11,6 +12,7 @@ import typer
 from tabulate import tabulate
 
 from agentbench_af.cli.app import app
+from agentbench_af.cli.train import IMPORT_HELP
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
@@ -33,6 +35,7 @@ def sweep_command(
     workers: int = typer.Option(None, help="Parallel runs (default: cores // threads_per_run)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the expanded runs and what would be skipped."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bars."),
+    imports: list[str] = typer.Option(None, "--import", metavar="MODULE", help=IMPORT_HELP),
 ) -> None:
     """Run a grid of training runs; finished runs are skipped, killed ones resume."""
     from agentbench_af.config import ConfigError
@@ -41,7 +44,7 @@ def sweep_command(
     if backend not in ("local", "ray", "serial"):
         raise _fail(f"--backend must be local, ray or serial, got {backend!r}")
     try:
-        plan = plan_sweep(load_sweep_spec(spec))
+        plan = plan_sweep(load_sweep_spec(spec, imports or []))
     except ConfigError as exc:
         raise _fail(str(exc)) from exc
     if dry_run:

@@ -1,6 +1,8 @@
-"""Training commands: `train CONFIG.yaml [key=value ...] [--resume]` and `eval RUN_DIR`.
+"""Training commands: `train CONFIG.yaml [key=value ...] [--resume] [--import MODULE]` and `eval RUN_DIR`.
 
-Left out: launching several runs (that is `sweep`) and remote logging (metrics stay in the run folder).
+`--import` (repeatable) imports a plugin module before the config is built, so `method` and `env.id`
+may name what it registers; it is saved in the run's config (`imports`). Left out: launching several
+runs (that is `sweep`); trackers other than `run.report_to`'s (metrics stay in the run folder).
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ import typer
 import yaml
 
 from agentbench_af.cli.app import app
-from agentbench_af.config import ConfigError, load_config
+from agentbench_af.config import ConfigError, read_config_mapping
+
+IMPORT_HELP = "Import this plugin module first (repeatable); it may register environments and credit methods."
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
@@ -26,15 +30,16 @@ def train_command(
     overrides: list[str] = typer.Argument(None, help="Overrides such as rl.steps=10 env.id=Sokoban-6x6-1box-v0."),
     resume: bool = typer.Option(False, "--resume", help="Continue a killed run from its last checkpoint."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bars."),
+    imports: list[str] = typer.Option(None, "--import", metavar="MODULE", help=IMPORT_HELP),
 ) -> None:
     """Train a policy (warm start + RL) and write a run directory with record.json."""
-    from agentbench_af.train.config import TrainConfig
+    from agentbench_af.train.config import train_config_from_dict
 
     if config is not None and "=" in str(config) and not Path(config).exists():
         overrides = [str(config), *(overrides or [])]
         config = None
     try:
-        cfg = load_config(TrainConfig, config, overrides or [])
+        cfg = train_config_from_dict(read_config_mapping(config, overrides or []), imports or [])
     except ConfigError as exc:
         raise _fail(str(exc)) from exc
     import agentbench_af
@@ -93,16 +98,18 @@ def eval_command(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Evaluate a run's final policy on its evaluation seeds."""
-    from agentbench_af.config import from_dict
     from agentbench_af.evaluate.evaluate import evaluate_policy
     from agentbench_af.rollout.engine import TransformersEngine
-    from agentbench_af.train.config import TrainConfig
+    from agentbench_af.train.config import train_config_from_dict
     from agentbench_af.train.policy import Policy
 
     cfg_path = run_dir / "config.yaml"
     if not cfg_path.exists():
         raise _fail(f"{run_dir} is not a run directory (no config.yaml)")
-    cfg = from_dict(TrainConfig, yaml.safe_load(cfg_path.read_text()))
+    try:
+        cfg = train_config_from_dict(yaml.safe_load(cfg_path.read_text()) or {})
+    except ConfigError as exc:
+        raise _fail(f"{cfg_path}: {exc}") from exc
     policy_dir = run_dir / "final_policy"
     if not policy_dir.exists():
         raise _fail(f"{run_dir} has no final_policy yet (is the run finished? try `train --resume`)")

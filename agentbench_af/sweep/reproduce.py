@@ -39,6 +39,7 @@ class ReproduceConfig:
     backend: Backend = "local"
     workers: int | None = None
     model_dir: Path | None = None  # where the Hugging Face models of the `paper` preset live
+    imports: tuple[str, ...] = ()  # plugin modules (`--import`), added to the preset's own
 
     @property
     def name(self) -> str:
@@ -106,7 +107,7 @@ def check_gpu() -> None:
 
 def prepare_spec(cfg: ReproduceConfig) -> SweepSpec:
     """The preset's spec with its work folder and, for hub models, their local paths filled in."""
-    spec = load_sweep_spec(preset_path(cfg.preset))
+    spec = load_sweep_spec(preset_path(cfg.preset), cfg.imports)
     models = hub_models(spec)
     grid = spec.grid
     if models:

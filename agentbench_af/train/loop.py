@@ -27,6 +27,7 @@ from agentbench_af.evaluate.evaluate import evaluate_policy
 from agentbench_af.io import append_jsonl, atomic_write_text, read_jsonl, rewrite_jsonl
 from agentbench_af.results.record import RunRecord, git_commit, package_versions
 from agentbench_af.results.rollout_store import save_rollouts, select_groups
+from agentbench_af.results.trackers import open_trackers
 from agentbench_af.rollout.batch import ROLE_NAMES, RolloutBatch
 from agentbench_af.rollout.collect import collect_rollouts
 from agentbench_af.rollout.engine import TransformersEngine
@@ -129,8 +130,7 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True) ->
     separate = cfg.needs_value_head and cfg.rl.critic == "separate"
     value_head = policy.ensure_value_head() if cfg.needs_value_head and not separate else None
     critic = SeparateCritic(policy.lm) if separate else None  # copied from the warm start, before any update
-    needs_ref = cfg.loss.kl_coef > 0 or cfg.credit.energy_source == "ref"
-    ref_lm = copy.deepcopy(policy.lm).eval().requires_grad_(False) if needs_ref else None
+    ref_lm = copy.deepcopy(policy.lm).eval().requires_grad_(False) if cfg.needs_reference_model else None
     groups = [{"params": list(policy.lm.parameters()), "lr": cfg.rl.lr}]
     for module in (value_head, critic):
         if module is not None:
@@ -139,6 +139,7 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True) ->
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_lambda(cfg.rl.warmup_steps))
     engine = TransformersEngine(policy.lm, policy.pad_token_id, cfg.rollout.max_batch_size)
     env = agentbench_af.make(cfg.env.id, **cfg.env.overrides)
+    trackers = open_trackers(cfg, run_dir)  # run.report_to: tensorboard / wandb get each metrics row too
 
     def evaluate(step: int) -> dict:
         torch.manual_seed(step_seed(cfg.run.seed, step, 3))
@@ -176,6 +177,7 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True) ->
         extra["warm_start_success"] = first["success"]
         extra["wall_time_s"] = time.time() - start_time
         append_jsonl(run_dir / "metrics.jsonl", {"step": 0, "eval": first})
+        trackers.log({"step": 0, "eval": first})
 
     bar = tqdm(range(start, cfg.rl.steps), desc=f"{cfg.method} {cfg.env.id}", disable=not show_progress,
                initial=start, total=cfg.rl.steps)
@@ -218,6 +220,7 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True) ->
             row["eval"] = evaluate(done)
             extra["curve"].append(row["eval"])
         append_jsonl(run_dir / "metrics.jsonl", row)
+        trackers.log(row)
         bar.set_postfix(success=f"{row['rollout_success']:.2f}", ret=f"{row['rollout_return']:.2f}")
         extra["wall_time_s"] += time.time() - t0
         if done % cfg.run.checkpoint_every == 0 or done == cfg.rl.steps:
@@ -226,6 +229,7 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True) ->
                            "critic": critic.state_dict() if critic is not None else None}
             save_checkpoint(run_dir, TrainState(done, model_state, optimizer.state_dict(), scheduler.state_dict(), extra))
     bar.close()
+    trackers.close()
 
     # one more batch with the same recipe (the one a step cfg.rl.steps + 1 would sample) for the final ratio
     final_batch, _ = collect(cfg.rl.steps)
