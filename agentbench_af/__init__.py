@@ -32,3 +32,22 @@ __all__ = [
 from agentbench_af.api.registry import _ensure_loaded  # noqa: E402
 
 _ensure_loaded()
+
+
+def _check_editable_layout() -> None:
+    """Warn (one line) when `environments/` is served from another checkout than this package: an
+    editable install made in checkout A maps it to A's folder even when checkout B's code runs."""
+    import logging
+    from pathlib import Path
+
+    import agentbench_af.environments as envs
+
+    here = Path(__file__).resolve().parent.parent
+    served = Path(envs.__file__).resolve().parent.parent
+    if (here / "environments").is_dir() and served != here:
+        logging.getLogger("agentbench_af").warning(
+            "agentbench_af comes from %s but agentbench_af.environments from %s (an editable install of another "
+            "checkout); run `pip install -e .` in %s or use its own virtual environment", here, served, here)
+
+
+_check_editable_layout()

@@ -1,4 +1,4 @@
-"""The contract checker: run every registered id through the text-env contract (ENVIRONMENTS.md).
+"""The contract checker: run every registered id through the text-env contract (docs/environments.md).
 
 Checks, each raising `CheckError(check, env_id, message)` on the first violation:
   reset_deterministic  `reset(seed=s)` twice gives the same observation, info and render

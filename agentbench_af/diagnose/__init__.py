@@ -1,4 +1,4 @@
-"""The Action Bottleneck diagnostic (ACTFOCUS.md): where the reward-relevant token signal sits.
+"""The Action Bottleneck diagnostic (docs/method.md): where the reward-relevant token signal sits.
 
     from agentbench_af.diagnose import (compute_bottleneck, token_contributions, write_report,
                                         plot_shares, plot_energy, plot_ratio_over_steps, write_html)

@@ -104,7 +104,7 @@ def markdown_summary(stats: BottleneckStats, step: int | None = None, title: str
         "",
         "c = (e - mean_e) * (R - mean_R) per group; signal share = sum |c| over the role / sum |c|; "
         "ratio = signal share / token share (shares over the used groups). Pearson: per prompt across "
-        "rollouts, averaged over n prompts; Spearman: across n prompts (ACTFOCUS.md).",
+        "rollouts, averaged over n prompts; Spearman: across n prompts (docs/method.md).",
     ]
     for name, src in stats.sources.items():
         lines += ["", f"## Energy source `{name}`", "", verdict(src), "", role_table(src)]

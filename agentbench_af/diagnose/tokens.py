@@ -1,4 +1,4 @@
-"""The generated tokens of a `RolloutBatch` as flat (M,) columns, and the contributions c of ACTFOCUS.md.
+"""The generated tokens of a `RolloutBatch` as flat (M,) columns, and the contributions c of docs/method.md.
 
     c_{i,t} = (e_{i,t} - mean_e) * (R_i - mean_R)
 

@@ -2,7 +2,7 @@
 
 `token_roles(token_ids, tokenizer, prompt_prefix="", format_role="reasoning") -> list[Role]` labels each
 generated id (one turn's response, end-of-turn id included) as reasoning, action or format
-(ACTFOCUS.md, "Token roles"):
+(docs/method.md, "Token roles"):
 
 1. Incremental detokenisation (`token_pieces`), in three tiers, each checked to concatenate to the
    full decode: (a) each id decoded after one fixed context id (memoised), with runs of ids that end
@@ -17,7 +17,7 @@ generated id (one turn's response, end-of-turn id included) as reasoning, action
    reasoning, inside `<answer>..</answer>` -> action, tag characters and anything outside -> format.
    Ties go to action, then reasoning, then format. An empty piece takes the role of the character
    position it sits at (at the end of the text: the role of a span left open there).
-4. `format_role` maps format ids: "reasoning" (ACTFOCUS's default), "action", or "format" (keep
+4. `format_role` maps format ids: "reasoning" (docs/method.md's default), "action", or "format" (keep
    `Role.FORMAT`, e.g. for the diagnostic).
 
 Tags split over several ids, a missing `</think>` or `</answer>`, and text after `</answer>` are all

@@ -7,7 +7,7 @@ untouched). Sizes (parameters counted with the default 1024-token vocabulary; a 
 as the ~470-token FrozenLake one, makes them smaller by (1024 - V) x hidden):
 
     tiny-0.12m  48 x 2 layers,  4 heads   0.12M  (the cheapest: cpu-quick's second size)
-    tiny-0.2m   64 x 2 layers,  4 heads   0.20M  (FINDINGS: learns FrozenLake fastest on 2 CPU cores)
+    tiny-0.2m   64 x 2 layers,  4 heads   0.20M  (measured: learns FrozenLake fastest on 2 CPU cores)
     tiny-0.7m  128 x 2 layers,  4 heads   0.66M
     tiny-2m    192 x 3 layers,  6 heads   1.97M
     tiny-7m    320 x 4 layers, 10 heads   6.88M

@@ -15,7 +15,7 @@ import torch
 
 
 class Role(IntEnum):
-    """Token roles (ACTFOCUS.md). Stored as int8 in `RolloutBatch.roles`."""
+    """Token roles (docs/method.md). Stored as int8 in `RolloutBatch.roles`."""
 
     PROMPT = 0
     REASONING = 1

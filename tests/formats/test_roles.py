@@ -31,7 +31,7 @@ def test_ours_basic_response(ours):
     pieces = ["<think>", "I", " go", " Right", "</think>", "<answer>", "Right", "</answer>", ""]
     assert token_pieces(ids, ours) == pieces
     assert _roles(ids, ours) == [F, R, R, R, F, F, A, F, F]
-    # the default folds format into reasoning (ACTFOCUS format_role), "action" into action
+    # the default folds format into reasoning (docs/method.md, format_role), "action" into action
     assert token_roles(ids, ours) == [R, R, R, R, R, R, A, R, R]
     assert token_roles(ids, ours, format_role="action") == [A, R, R, R, A, A, A, A, A]
 
