@@ -3,12 +3,10 @@
 
 import importlib.util
 import sys
-from pathlib import Path
 
 import pytest
+from plugin_paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
-PLUGIN = ROOT / "examples" / "plugin"
 sys.path.insert(0, str(ROOT / "tests" / "train"))  # the shared tiny-run helpers (train_helpers)
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 import yaml
-from conftest import ROOT
+from plugin_paths import ROOT
 from typer.testing import CliRunner
 
 import agentbench_af

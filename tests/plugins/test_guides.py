@@ -4,7 +4,7 @@ verbatim in a file of examples/plugin (the built-ins' registration lines: in age
 import re
 
 import pytest
-from conftest import PLUGIN, ROOT
+from plugin_paths import PLUGIN, ROOT
 
 GUIDES = ["adding-an-environment.md", "adding-a-credit-method.md"]
 BLOCK = re.compile(r"```(python|toml)\n(.*?)\n```", re.S)
