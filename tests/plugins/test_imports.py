@@ -101,3 +101,17 @@ def test_a_broken_entry_point_is_one_logged_line_and_the_rest_still_load(tmp_pat
         "ModuleNotFoundError: No module named 'broken_plugin_mod'"]
     assert plugins.FAILED == [caplog.records[0].getMessage()]
     assert "plugins that failed to load: plugin 'broken'" in plugins.failed_hint()
+
+
+def test_reproduce_import_option_reaches_the_preset(tmp_path, tmp_module):
+    from agentbench_af.sweep.reproduce import ReproduceConfig, prepare_spec
+
+    spec = {"base": {"method": "grpo+tmp-half-reasoning"}, "grid": {"seeds": [0]}}
+    path = tmp_path / "mine.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    args = ["reproduce", "--preset", str(path), "--work-dir", str(tmp_path / "w"), "--dry-run"]
+    assert CliRunner().invoke(app, args).exit_code == 2  # the method is unknown without the module
+    res = CliRunner().invoke(app, [*args, "--import", tmp_module])
+    assert res.exit_code == 0 and "1 runs, 1 to run" in res.output, res.output
+    assert prepare_spec(ReproduceConfig(str(path), work_dir=tmp_path / "w", imports=(tmp_module,))).imports == (
+        tmp_module,)
