@@ -30,12 +30,13 @@ from tabulate import tabulate
 
 import agentbench_af
 from agentbench_af.formats.prompts import system_prompt, turn_message
+from agentbench_af.models.policy import Policy, build_policy
 from agentbench_af.rollout.collect import build_context, collect_rollouts
 from agentbench_af.rollout.engine import SamplingParams, TransformersEngine
+from agentbench_af.rollout.seeds import draw_train_seeds
 from agentbench_af.rollout.types import RolloutConfig, Trajectory
 from agentbench_af.train.config import EnvConfig, ModelConfig, SFTConfig, TrainConfig
-from agentbench_af.train.policy import Policy, build_policy
-from agentbench_af.train.sft import sft_warm_start, training_seeds
+from agentbench_af.train.sft import sft_warm_start
 
 
 @dataclass(frozen=True)
@@ -124,7 +125,7 @@ def main(
     policy = warm_policy(env_id, model, sft_steps)
     warm_s = time.perf_counter() - t0
     env = agentbench_af.make(env_id)
-    seeds = training_seeds(env, prompts, np.random.default_rng(0))
+    seeds = draw_train_seeds(env, prompts, np.random.default_rng(0))
     batched_cfg = RolloutConfig(group_size=group, max_new_tokens=max_new_tokens, max_batch_size=max_batch_size or prompts * group,
                                 context_mode=context_mode)
     single_cfg = RolloutConfig(group_size=1, max_new_tokens=max_new_tokens, context_mode=context_mode)

@@ -48,14 +48,14 @@ from torch.profiler import ProfilerActivity, profile
 
 import agentbench_af
 from agentbench_af.credit import compute_advantages, compute_token_weights
+from agentbench_af.models.forward import token_stats
 from agentbench_af.rollout.collect import collect_rollouts
 from agentbench_af.rollout.engine import TransformersEngine
+from agentbench_af.rollout.seeds import draw_train_seeds
 from agentbench_af.rollout.to_batch import trajectories_to_batch
 from agentbench_af.rollout.types import RolloutConfig
 from agentbench_af.train.config import TrainConfig
-from agentbench_af.train.forward import token_stats
 from agentbench_af.train.loss import LossConfig
-from agentbench_af.train.sft import training_seeds
 from agentbench_af.train.update import UpdateInputs, ppo_update
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -130,7 +130,7 @@ class PeakMemory:
 def rollout_batch(policy, env_id: str, prompts: int, group: int, max_new_tokens: int, device: torch.device,
                   value_head=None):
     engine = TransformersEngine(policy.lm, policy.pad_token_id, max_batch_size=prompts * group)
-    seeds = training_seeds(agentbench_af.make(env_id), prompts, np.random.default_rng(0))
+    seeds = draw_train_seeds(agentbench_af.make(env_id), prompts, np.random.default_rng(0))
     torch.manual_seed(0)
     trajs = collect_rollouts(engine, policy.tokenizer, policy.chat, env_id, seeds,
                              RolloutConfig(group_size=group, max_new_tokens=max_new_tokens))

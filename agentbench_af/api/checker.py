@@ -28,9 +28,9 @@ from typing import Any
 
 from agentbench_af.api.env import TextEnv
 from agentbench_af.api.malformed import malformed_responses, prefix_then_unknown
+from agentbench_af.api.parse import format_response
 from agentbench_af.api.registry import DataUnavailable, make
 from agentbench_af.api.types import REQUIRED_STEP_KEYS, ExpertTurn
-from agentbench_af.formats.parse import format_response
 
 _OPTIONAL_KEY_TYPES: dict[str, type] = {"invalid_reason": str, "turn": int, "actions_left": int, "seed": int}
 _NON_TEXT_INPUTS: tuple[object, ...] = (None, b"<answer>Up</answer>", 42, ["<answer>Up</answer>"])

@@ -10,9 +10,9 @@ admissible list (every such game here lists its commands).
 
 from __future__ import annotations
 
-from abc import abstractmethod
+from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from agentbench_af.api.env import TextEnv
 from agentbench_af.api.types import ActionOutcome, Variant
@@ -37,6 +37,39 @@ class CommandGame(Protocol):
     def step(self, command: str) -> bool: ...
 
     def close(self) -> None: ...
+
+
+class GameState(ABC):
+    """The state half of a game wrapper over a textworld-style engine, whose state is a mapping with
+    `feedback`, `admissible_commands` and `won`: `_state` is None until a game is loaded. Subclasses load,
+    step and close the engine and say how the engine's feedback text is cleaned."""
+
+    _state: Any = None
+
+    def _require(self) -> Any:
+        if self._state is None:
+            raise RuntimeError("no game started: call load() first")
+        return self._state
+
+    @abstractmethod
+    def _clean_feedback(self, raw: Any) -> str:
+        """The engine's raw feedback as the observation text."""
+
+    @property
+    def loaded(self) -> bool:
+        return self._state is not None
+
+    @property
+    def feedback(self) -> str:
+        return self._clean_feedback(self._require().feedback)
+
+    @property
+    def admissible(self) -> list[str]:
+        return list(self._require()["admissible_commands"])
+
+    @property
+    def won(self) -> bool:
+        return bool(self._require()["won"])
 
 
 def normalise_command(text: str) -> str:

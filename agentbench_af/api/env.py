@@ -15,9 +15,9 @@ from typing import Any, ClassVar, Generic, TypeVar
 import gymnasium as gym
 import numpy as np
 
+from agentbench_af.api.parse import parse_response
 from agentbench_af.api.spaces import TextSpace
 from agentbench_af.api.types import ActionOutcome, ExpertTurn, StepInfo, Variant
-from agentbench_af.formats.parse import parse_response
 
 V = TypeVar("V", bound=Variant)
 

@@ -99,9 +99,9 @@ def eval_command(
 ) -> None:
     """Evaluate a run's final policy on its evaluation seeds."""
     from agentbench_af.evaluate.evaluate import evaluate_policy
+    from agentbench_af.models.policy import Policy
     from agentbench_af.rollout.engine import TransformersEngine
     from agentbench_af.train.config import train_config_from_dict
-    from agentbench_af.train.policy import Policy
 
     cfg_path = run_dir / "config.yaml"
     if not cfg_path.exists():

@@ -25,7 +25,8 @@ from agentbench_af.credit.config import CreditConfig
 from agentbench_af.credit.energy import token_energy
 from agentbench_af.credit.groups import compact_ids, group_sum, grouped_softmax
 from agentbench_af.credit.registry import Needs, register_weighting
-from agentbench_af.rollout.batch import Role, RolloutBatch
+from agentbench_af.formats.roles import Role
+from agentbench_af.rollout.batch import RolloutBatch
 
 
 def action_mask(batch: RolloutBatch, format_role: str) -> torch.Tensor:

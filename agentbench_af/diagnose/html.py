@@ -24,8 +24,9 @@ from pathlib import Path
 
 import torch
 
+from agentbench_af.formats.roles import Role
 from agentbench_af.io import atomic_write_text
-from agentbench_af.rollout.batch import Role, RolloutBatch
+from agentbench_af.rollout.batch import RolloutBatch
 
 TokenTexts = Sequence[Sequence[str]] | Callable[[list[int]], Sequence[str]]
 ROLE_STYLE = {  # role value -> (css class, border colour, label); colours match plots.ROLE_COLOURS

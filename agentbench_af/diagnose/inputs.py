@@ -1,66 +1,15 @@
-"""What a run directory offers the diagnostic: its config, saved rollout samples, a policy, a tokenizer.
+"""Token texts for the diagnostic's token page: from a policy's tokenizer, or ids when none is at hand.
 
-    cfg = run_config(run_dir)                    # TrainConfig from config.yaml (ValueError: not a run dir)
-    paths = saved_rollout_paths(run_dir)         # rollouts/step-*.pt, by step
-    policy_dir = run_policy_dir(run_dir, cfg)    # final_policy, else warm_start, else run.init_from
-    cfg = config_near_policy(policy_dir)         # the run config of a run's final_policy / warm_start
+    tokenizer = load_tokenizer(policy_dir)       # the tokenizer saved in a policy / Hugging Face folder
     texts = token_texts(tokenizer)               # ids -> one string per token (for the token page)
-Errors are ValueErrors with one line of text. Left out: runs of other harnesses.
+Reading a run directory (its config, saved rollouts, policy) is `train.saved_run`'s job.
+Left out: runs of other harnesses.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-
-import yaml
-
-from agentbench_af.config import ConfigError
-from agentbench_af.train.config import TrainConfig, train_config_from_dict
-
-
-def _read_config(path: Path, key: str | None = None) -> TrainConfig:
-    try:
-        data = yaml.safe_load(path.read_text())
-        return train_config_from_dict(data[key] if key else data)  # imports the run's plugins first
-    except (OSError, yaml.YAMLError, ConfigError, KeyError, TypeError) as exc:
-        raise ValueError(f"{path} is not a run config: {str(exc).splitlines()[0] if str(exc) else exc!r}") from exc
-
-
-def run_config(run_dir: Path) -> TrainConfig:
-    if not run_dir.is_dir():
-        raise ValueError(f"no such run directory: {run_dir}")
-    if not (run_dir / "config.yaml").is_file():
-        raise ValueError(f"{run_dir} is not a run directory (no config.yaml)")
-    return _read_config(run_dir / "config.yaml")
-
-
-def saved_rollout_paths(run_dir: Path) -> list[Path]:
-    """The run's saved rollout samples, in step order (names are step-<6 digits>.pt)."""
-    return sorted((run_dir / "rollouts").glob("step-*.pt"))
-
-
-def is_model_dir(path: Path) -> bool:
-    """A policy saved by this project (policy.json) or a Hugging Face model directory (config.json)."""
-    return (path / "policy.json").is_file() or (path / "config.json").is_file()
-
-
-def run_policy_dir(run_dir: Path, cfg: TrainConfig) -> Path | None:
-    """The run's final policy, else its warm start (its own, or the `run.init_from` it branched from)."""
-    candidates = [run_dir / "final_policy", run_dir / "warm_start"]
-    if cfg.run.init_from:
-        candidates.append(Path(cfg.run.init_from))
-    return next((p for p in candidates if is_model_dir(p)), None)
-
-
-def config_near_policy(policy_dir: Path) -> TrainConfig | None:
-    """The run config saved with a policy directory: `<run>/config.yaml` beside a run's final_policy or
-    warm_start, else the config inside `warm_start.yaml`; None for any other model directory."""
-    if (policy_dir.parent / "config.yaml").is_file() and policy_dir.name in ("final_policy", "warm_start"):
-        return _read_config(policy_dir.parent / "config.yaml")
-    if (policy_dir / "warm_start.yaml").is_file():
-        return _read_config(policy_dir / "warm_start.yaml", "config")
-    return None
 
 
 def load_tokenizer(policy_dir: Path):

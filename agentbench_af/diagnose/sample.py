@@ -5,7 +5,7 @@
 
 `prompts` distinct seeds of the environment's training range (drawn with `seed`), `rollout.group_size`
 rollouts each, through the training code path: `collect_rollouts`, `trajectories_to_batch`, then old
-log-probs recomputed by the training forward pass (`train.forward.score_batch`); entropies are the
+log-probs recomputed by the training forward pass (`models.forward.score_batch`); entropies are the
 engine's, taken while sampling. So the batch is what a training step at this policy would see. torch is
 seeded with `seed`: a call repeats on one machine. Left out: value estimates (no critic is involved).
 """
@@ -21,14 +21,14 @@ import torch
 from torch import nn
 
 import agentbench_af
+from agentbench_af.models.forward import response_logprobs, score_batch
+from agentbench_af.models.policy import Policy
 from agentbench_af.rollout.batch import RolloutBatch
 from agentbench_af.rollout.collect import collect_rollouts
 from agentbench_af.rollout.engine import TransformersEngine
+from agentbench_af.rollout.seeds import draw_train_seeds
 from agentbench_af.rollout.to_batch import trajectories_to_batch
 from agentbench_af.rollout.types import RolloutConfig
-from agentbench_af.train.forward import response_logprobs, score_batch
-from agentbench_af.train.policy import Policy
-from agentbench_af.train.sft import training_seeds
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ def sample_batch(policy: Policy, spec: SampleSpec, device: torch.device | str = 
     """Grouped rollouts of `policy` (already on `device`), with old log-probs, entropies and, given
     `ref_lm`, reference log-probs. `progress(n)` is called after each turn with the turns just taken."""
     env = agentbench_af.make(spec.env_id, **spec.env_kwargs)
-    seeds = training_seeds(env, spec.prompts, np.random.default_rng(spec.seed))
+    seeds = draw_train_seeds(env, spec.prompts, np.random.default_rng(spec.seed))
     torch.manual_seed(spec.seed)
     engine = TransformersEngine(policy.lm, policy.pad_token_id, spec.rollout.max_batch_size)
     trajs = collect_rollouts(engine, policy.tokenizer, policy.chat, spec.env_id, seeds, spec.rollout,

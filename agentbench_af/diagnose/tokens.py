@@ -1,4 +1,5 @@
-"""The generated tokens of a `RolloutBatch` as flat (M,) columns, and the contributions c of docs/method.md.
+"""The generated tokens of a `RolloutBatch` as flat (M,) columns, and the contributions c of the secondary
+|c| numbers (docs/diagnose.md).
 
     c_{i,t} = (e_{i,t} - mean_e) * (R_i - mean_R)
 
@@ -17,7 +18,8 @@ import torch
 
 from agentbench_af.credit.energy import token_energy
 from agentbench_af.credit.groups import compact_ids, group_sum
-from agentbench_af.rollout.batch import Role, RolloutBatch
+from agentbench_af.formats.roles import Role
+from agentbench_af.rollout.batch import RolloutBatch
 
 DIAG_ROLES: tuple[Role, ...] = (Role.REASONING, Role.ACTION, Role.FORMAT)
 ROLE_KEYS: tuple[str, ...] = tuple(r.name.lower() for r in DIAG_ROLES)  # ("reasoning", "action", "format")

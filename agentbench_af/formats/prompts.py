@@ -13,7 +13,7 @@ response-length hint, and any chat-template markup (that is `formats.chat`'s job
 from __future__ import annotations
 
 from agentbench_af.api.env import TextEnv
-from agentbench_af.formats.parse import ACTION_SEPARATOR, ANSWER_CLOSE, ANSWER_OPEN, THINK_CLOSE, THINK_OPEN
+from agentbench_af.api.parse import ACTION_SEPARATOR, ANSWER_CLOSE, ANSWER_OPEN, THINK_CLOSE, THINK_OPEN
 
 ANSWER_FORMAT = f"{THINK_OPEN} [your thoughts] {THINK_CLOSE} {ANSWER_OPEN} [your answer] {ANSWER_CLOSE}"
 

@@ -11,7 +11,7 @@ generated id (one turn's response, end-of-turn id included) as reasoning, action
    U+FFFD held back; (c) exact: where the decode of each prefix stops agreeing with the full text.
    An id ending inside a character gets an empty piece; the id completing it gets the character.
    Special ids (end-of-turn, padding, chat markers) get empty pieces and are always `format`.
-2. `formats.parse.find_spans` on `prompt_prefix + text` (the prefix is text forced into the prompt, such
+2. `api.parse.find_spans` on `prompt_prefix + text` (the prefix is text forced into the prompt, such
    as "<think>", so a response that starts inside the reasoning span is read correctly).
 3. Each id gets the role of the span holding most of its characters: inside `<think>..</think>` ->
    reasoning, inside `<answer>..</answer>` -> action, tag characters and anything outside -> format.
@@ -32,10 +32,22 @@ from __future__ import annotations
 import os
 import weakref
 from collections.abc import Sequence
+from enum import IntEnum
 from typing import Any
 
-from agentbench_af.formats.parse import Span, find_spans
-from agentbench_af.rollout.batch import Role
+from agentbench_af.api.parse import Span, find_spans
+
+
+class Role(IntEnum):
+    """Token roles (docs/method.md). Stored as int8 in `RolloutBatch.roles`."""
+
+    PROMPT = 0
+    REASONING = 1
+    ACTION = 2
+    FORMAT = 3
+
+
+ROLE_NAMES = {r.value: r.name.lower() for r in Role}
 
 WINDOW = 4  # preceding ids decoded with each id: enough for any 4-byte UTF-8 character
 MEMO_RUN = 8  # runs of ids without context-free pieces up to this length are memoised

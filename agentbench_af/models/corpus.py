@@ -2,7 +2,7 @@
 
 - `expert_demonstrations(env_id, seeds) -> list[Demonstration]`: one expert episode per seed, each a
   system prompt and `(user message, response text)` pairs, rendered with `formats.prompts` and
-  `formats.parse.format_response` exactly as the rollout collector renders them.
+  `api.parse.format_response` exactly as the rollout collector renders them.
 - `environment_corpus(env_ids, episodes_per_env, seed) -> list[str]`: the system prompts, turn messages
   and expert responses of `episodes_per_env` episodes per environment (seeds drawn from the variant's
   training range), plus the feedback lines of a few invalid turns, so the tokenizer sees every kind of
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from agentbench_af.api.parse import format_response
 from agentbench_af.api.registry import make
-from agentbench_af.formats.parse import format_response
 from agentbench_af.formats.prompts import system_prompt, turn_message
 
 #: responses played once per environment so the corpus holds the feedback of invalid turns

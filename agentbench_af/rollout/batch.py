@@ -9,21 +9,8 @@ Left out: nothing model-specific (no text, no tokenizer); text lives in `Traject
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
-from enum import IntEnum
 
 import torch
-
-
-class Role(IntEnum):
-    """Token roles (docs/method.md). Stored as int8 in `RolloutBatch.roles`."""
-
-    PROMPT = 0
-    REASONING = 1
-    ACTION = 2
-    FORMAT = 3
-
-
-ROLE_NAMES = {r.value: r.name.lower() for r in Role}
 
 
 @dataclass
@@ -33,7 +20,7 @@ class RolloutBatch:
     input_ids: torch.Tensor  # (B, T) long
     attention_mask: torch.Tensor  # (B, T) bool: real tokens
     response_mask: torch.Tensor  # (B, T) bool: tokens the policy generated (the loss positions)
-    roles: torch.Tensor  # (B, T) int8: Role values; PROMPT wherever response_mask is False
+    roles: torch.Tensor  # (B, T) int8: `formats.roles.Role` values; PROMPT wherever response_mask is False
     old_logprobs: torch.Tensor  # (B, T) float: rollout-policy log-prob of each generated token
     entropy: torch.Tensor  # (B, T) float: rollout-policy entropy at each generated position
     token_rewards: torch.Tensor  # (B, T) float: a turn's env reward on that turn's last generated token

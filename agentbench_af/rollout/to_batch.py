@@ -6,7 +6,8 @@ from collections.abc import Sequence
 
 import torch
 
-from agentbench_af.rollout.batch import Role, RolloutBatch
+from agentbench_af.formats.roles import Role
+from agentbench_af.rollout.batch import RolloutBatch
 from agentbench_af.rollout.types import Trajectory
 
 

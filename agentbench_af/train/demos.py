@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import agentbench_af
+from agentbench_af.api.parse import format_response
 from agentbench_af.formats.chat import ChatFormat
-from agentbench_af.formats.parse import format_response
 from agentbench_af.formats.prompts import system_prompt, turn_message
 from agentbench_af.formats.roles import token_roles
 from agentbench_af.rollout.collect import build_context, stable_hash

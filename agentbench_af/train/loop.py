@@ -2,8 +2,9 @@
 
 Every step reseeds torch and draws its training seeds from (run seed, step), so a run resumed from a
 checkpoint continues exactly as an uninterrupted run would. Checkpoints, metrics and the record are
-written atomically. The record's `bottleneck` holds the Action Bottleneck ratio of the first step's batch
-(warm-start policy, before any update) and of one extra batch sampled after the last update.
+written atomically. The record's `bottleneck` holds the Action Bottleneck diagnostic (the headline, with
+gradients at the policy of the moment, and the secondary |c| ratio) of the first step's batch (warm-start
+policy, before any update) and of one extra batch sampled after the last update.
 Left out: multi-GPU data parallelism (one device per run; sweeps parallelise runs).
 """
 
@@ -22,15 +23,19 @@ from tqdm.auto import tqdm
 import agentbench_af
 from agentbench_af.config import ConfigError, config_hash, from_dict, to_dict
 from agentbench_af.credit import compute_advantages, compute_token_weights
-from agentbench_af.diagnose.snapshot import bottleneck_snapshot, record_bottleneck
 from agentbench_af.evaluate.evaluate import evaluate_policy
+from agentbench_af.formats.roles import ROLE_NAMES
 from agentbench_af.io import append_jsonl, atomic_write_text, read_jsonl, rewrite_jsonl
+from agentbench_af.models.forward import score_batch
+from agentbench_af.models.policy import Policy, build_policy
 from agentbench_af.results.record import RunRecord, git_commit, package_versions
 from agentbench_af.results.rollout_store import save_rollouts, select_groups
+from agentbench_af.results.snapshot import bottleneck_snapshot, record_bottleneck
 from agentbench_af.results.trackers import open_trackers
-from agentbench_af.rollout.batch import ROLE_NAMES, RolloutBatch
+from agentbench_af.rollout.batch import RolloutBatch
 from agentbench_af.rollout.collect import collect_rollouts
 from agentbench_af.rollout.engine import TransformersEngine
+from agentbench_af.rollout.seeds import draw_train_seeds
 from agentbench_af.rollout.to_batch import trajectories_to_batch
 from agentbench_af.train.checkpoint import (
     TrainState,
@@ -41,9 +46,7 @@ from agentbench_af.train.checkpoint import (
 )
 from agentbench_af.train.config import TrainConfig
 from agentbench_af.train.critic import SeparateCritic
-from agentbench_af.train.forward import score_batch
-from agentbench_af.train.policy import Policy, build_policy
-from agentbench_af.train.sft import sft_warm_start, training_seeds, warmup_lambda
+from agentbench_af.train.sft import sft_warm_start, warmup_lambda
 from agentbench_af.train.update import UpdateInputs, ppo_update
 from agentbench_af.train.warm_eval import shared_warm_eval, warm_eval_key
 
@@ -150,10 +153,15 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True) ->
     def collect(step: int) -> tuple[RolloutBatch, list]:
         """The rollouts of step `step` (seeded by run seed and step), before scoring."""
         torch.manual_seed(step_seed(cfg.run.seed, step, 0))
-        seeds = training_seeds(env, cfg.rl.prompts_per_step, np.random.default_rng(step_seed(cfg.run.seed, step, 2)))
+        seeds = draw_train_seeds(env, cfg.rl.prompts_per_step, np.random.default_rng(step_seed(cfg.run.seed, step, 2)))
         trajs = collect_rollouts(engine, policy.tokenizer, policy.chat, cfg.env.id, seeds, cfg.rollout,
                                  cfg.credit.format_role, cfg.env.overrides)
         return trajectories_to_batch(trajs, cfg.rollout.context_mode, policy.pad_token_id), trajs
+
+    def snapshot(batch: RolloutBatch, step: int):
+        """The diagnostic of a scored batch at the current policy (headline gradients included)."""
+        return bottleneck_snapshot(batch, step, lm=policy.lm, temperature=cfg.rollout.temperature, device=device,
+                                   format_role=cfg.credit.format_role, settings=to_dict(cfg.diagnostic))
 
     start, extra = 0, {"curve": [], "tokens_by_role": {}, "wall_time_s": 0.0, "warm_start_success": None}
     ckpt = latest_checkpoint(run_dir) if resume else None
@@ -188,7 +196,7 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True) ->
         # recompute old log-probs with the training forward pass (same numerics as the update)
         score_batch(policy.lm, batch, cfg.rollout.temperature, device, value_head, ref_lm, critic)
         if step == 0:  # the warm-start policy's batch, before any update (kept in checkpoints)
-            extra["bottleneck_warm_start"] = bottleneck_snapshot(batch, 0).to_dict()
+            extra["bottleneck_warm_start"] = snapshot(batch, 0).to_dict()
         advantage = compute_advantages(batch, cfg.credit)
         weights = compute_token_weights(batch, cfg.credit)
         gen = torch.Generator().manual_seed(step_seed(cfg.run.seed, step, 1))
@@ -234,7 +242,7 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True) ->
     # one more batch with the same recipe (the one a step cfg.rl.steps + 1 would sample) for the final ratio
     final_batch, _ = collect(cfg.rl.steps)
     score_batch(policy.lm, final_batch, cfg.rollout.temperature, device)
-    bottleneck = record_bottleneck(extra.get("bottleneck_warm_start"), bottleneck_snapshot(final_batch, cfg.rl.steps))
+    bottleneck = record_bottleneck(extra.get("bottleneck_warm_start"), snapshot(final_batch, cfg.rl.steps))
     final = extra["curve"][-1] if extra["curve"] else evaluate(cfg.rl.steps)
     policy.save(run_dir / "final_policy")
     record = RunRecord(

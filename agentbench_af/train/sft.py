@@ -14,18 +14,11 @@ import numpy as np
 import torch
 from transformers import get_cosine_schedule_with_warmup
 
+from agentbench_af.models.forward import token_stats
+from agentbench_af.rollout.seeds import draw_train_seeds
 from agentbench_af.rollout.to_batch import trajectories_to_batch
 from agentbench_af.train.config import SFTConfig, TrainConfig
 from agentbench_af.train.demos import demonstration_trajectories
-from agentbench_af.train.forward import token_stats
-
-
-def training_seeds(env, count: int, rng: np.random.Generator) -> list[int]:
-    """`count` distinct seeds drawn from the variant's training range."""
-    lo, hi = env.variant.train_seeds
-    if hi - lo <= count:
-        return list(range(lo, hi))
-    return sorted(int(s) for s in rng.choice(np.arange(lo, hi), size=count, replace=False))
 
 
 def warmup_lambda(warmup_steps: int) -> Callable[[int], float]:
@@ -54,7 +47,7 @@ def sft_warm_start(
         return {"sft_steps": 0}
     env = agentbench_af.make(cfg.env.id, **cfg.env.overrides)
     rng = np.random.default_rng([cfg.run.seed, 1])
-    seeds = training_seeds(env, cfg.sft.episodes, rng)
+    seeds = draw_train_seeds(env, cfg.sft.episodes, rng)
     trajs = demonstration_trajectories(
         cfg.env.id, seeds, tokenizer, chat, cfg.rollout, cfg.credit.format_role, cfg.env.overrides
     )

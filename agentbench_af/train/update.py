@@ -13,9 +13,9 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from agentbench_af.models.forward import token_stats
 from agentbench_af.rollout.batch import RolloutBatch
 from agentbench_af.train import loss as L
-from agentbench_af.train.forward import token_stats
 
 
 @dataclass

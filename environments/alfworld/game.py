@@ -25,6 +25,7 @@ from textworld import EnvInfos
 from textworld.envs.pddl import PddlEnv
 from textworld.envs.pddl import logic as pddl_logic
 
+from agentbench_af.api.command_env import GameState
 from agentbench_af.environments.alfworld.planner import ReducedPlanner, goal_section, reduced_problem
 
 _BANNER = re.compile(r"^-= Welcome to TextWorld, ALFRED! =-\s*")
@@ -106,7 +107,7 @@ def read_game(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
         return json.load(fh)
 
 
-class PddlGame:
+class PddlGame(GameState):
     """Load a `.tw-pddl` game (path or dict), list admissible commands, step, and plan."""
 
     def __init__(self) -> None:
@@ -164,31 +165,13 @@ class PddlGame:
         return bool(self._env._pddl_state.check_goal()), self.reduced_plan()
 
     # ------------------------------------------------------------- playing
-    def _require(self) -> Any:
-        if self._state is None:
-            raise RuntimeError("no game started: call load() first")
-        return self._state
-
-    @property
-    def loaded(self) -> bool:
-        return self._state is not None
-
-    @property
-    def feedback(self) -> str:
-        return _BANNER.sub("", str(self._require().feedback)).strip()
+    def _clean_feedback(self, raw: Any) -> str:
+        return _BANNER.sub("", str(raw)).strip()
 
     @property
     def task(self) -> str:
         m = _TASK.search(self.intro)
         return m.group(1).strip().rstrip(".") if m else ""
-
-    @property
-    def won(self) -> bool:
-        return bool(self._require()["won"])
-
-    @property
-    def admissible(self) -> list[str]:
-        return list(self._require()["admissible_commands"])
 
     def _facts(self) -> frozenset[str]:
         return frozenset(str(f) for f in self._require()["_facts"] if f.name not in _OBSERVATION_PREDICATES)

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from agentbench_af.api.game_cache import cache_root, read_json, write_json_atomic
 from agentbench_af.environments.alfworld.assets import (
     CAN_HOLD,
     CLEANABLE,
@@ -33,7 +34,6 @@ from agentbench_af.environments.alfworld.assets import (
     load_scene,
     scene_pool,
 )
-from agentbench_af.environments.alfworld.cache import cache_root, read_json, write_json_atomic
 from agentbench_af.environments.alfworld.game import PddlGame
 from agentbench_af.environments.alfworld.problem import TOOLS, TaskSpec, game_data
 from agentbench_af.environments.alfworld.variants import SCENE_POOLS, TASK_TYPES

@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 
 from agentbench_af.api import DataUnavailable
-from agentbench_af.environments.alfworld.cache import read_json
+from agentbench_af.api.game_cache import read_json
 
 DATA_FOLDER = "json_2.1.1"
 

@@ -18,6 +18,8 @@ from typing import Any
 
 import textworld
 
+from agentbench_af.api.command_env import GameState
+
 INFOS = textworld.EnvInfos(
     admissible_commands=True, won=True, lost=True, score=True, max_score=True, policy_commands=True,
     objective=True,
@@ -43,7 +45,7 @@ def clean_text(text: str) -> str:
     return _BLANKS.sub("\n\n", "\n".join(line.rstrip() for line in text.splitlines())).strip()
 
 
-class TextWorldGame:
+class TextWorldGame(GameState):
     """Load a game file (`.z8` with its `.json` beside it), start it, step it by exact command."""
 
     def __init__(self) -> None:
@@ -63,35 +65,17 @@ class TextWorldGame:
             self._env.seed(EMULATOR_SEED)  # jericho forgets the seed on load; it takes effect at reset
             self._state = self._env.reset()
 
-    def _require(self) -> Any:
-        if self._state is None:
-            raise RuntimeError("no game started: call load() first")
-        return self._state
-
-    @property
-    def loaded(self) -> bool:
-        return self._state is not None
-
-    @property
-    def feedback(self) -> str:
-        return clean_text(str(self._require().feedback or ""))
+    def _clean_feedback(self, raw: Any) -> str:
+        return clean_text(str(raw or ""))
 
     @property
     def objective(self) -> str:
         return clean_text(str(self._require()["objective"] or ""))
 
     @property
-    def admissible(self) -> list[str]:
-        return list(self._require()["admissible_commands"])
-
-    @property
     def policy(self) -> list[str]:
         """textworld's winning commands from the current state ([] when won, lost or out of reach)."""
         return list(self._require()["policy_commands"] or [])
-
-    @property
-    def won(self) -> bool:
-        return bool(self._require()["won"])
 
     @property
     def lost(self) -> bool:

@@ -27,7 +27,7 @@ import textworld
 import textworld.challenges
 from textworld.generator import QuestGenerationError, compile_game
 
-from agentbench_af.environments.alfworld.cache import cache_root, discard_dir, read_json, write_dir_atomic
+from agentbench_af.api.game_cache import cache_root, discard_dir, read_json, write_dir_atomic
 from agentbench_af.environments.textworld.game import TextWorldGame, quiet_engine
 from agentbench_af.environments.textworld.variants import CHALLENGES, challenge_settings, plan_limit
 

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import torch
 
-from agentbench_af.rollout.batch import Role, RolloutBatch
+from agentbench_af.formats.roles import Role
+from agentbench_af.rollout.batch import RolloutBatch
 
 ROLE_CODES = {"p": Role.PROMPT, "r": Role.REASONING, "a": Role.ACTION, "f": Role.FORMAT}
 

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentbench_af.credit import CreditConfig, compute_token_weights, token_energy
-from agentbench_af.rollout.batch import Role
+from agentbench_af.formats.roles import Role
 
 torch.set_num_threads(1)
 PROPERTY = settings(

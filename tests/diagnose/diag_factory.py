@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from agentbench_af.rollout.batch import Role, RolloutBatch
+from agentbench_af.formats.roles import Role
+from agentbench_af.rollout.batch import RolloutBatch
 
 CODES = {"r": Role.REASONING, "a": Role.ACTION, "f": Role.FORMAT}
 ENTROPY_OFFSET = 0.25  # entropy = energy * 0.5 + ENTROPY_OFFSET: a second source with other numbers

@@ -9,7 +9,7 @@ from collections import defaultdict
 
 from scipy import stats as sps
 
-from agentbench_af.rollout.batch import Role
+from agentbench_af.formats.roles import Role
 
 ROLES = {int(Role.REASONING): "reasoning", int(Role.ACTION): "action", int(Role.FORMAT): "format"}
 TOL = 1e-9

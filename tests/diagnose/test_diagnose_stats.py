@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from slow_reference import slow_bottleneck
 
 from agentbench_af.diagnose import BottleneckStats, compute_bottleneck, token_contributions
-from agentbench_af.rollout.batch import Role
+from agentbench_af.formats.roles import Role
 
 torch.set_num_threads(1)
 PROPERTY = settings(max_examples=40, deadline=None, derandomize=True, database=None,

@@ -1,7 +1,7 @@
 import pytest
 
 from agentbench_af.api import make
-from agentbench_af.formats.parse import parse_response
+from agentbench_af.api.parse import parse_response
 from agentbench_af.formats.prompts import system_prompt
 from agentbench_af.models.corpus import environment_corpus, expert_demonstrations, training_seeds
 

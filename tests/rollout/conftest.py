@@ -2,7 +2,7 @@ import pytest
 import torch
 from rollout_helpers import tiny_policy
 
-from agentbench_af.train.policy import Policy
+from agentbench_af.models.policy import Policy
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -5,13 +5,12 @@ import pytest
 import torch
 from rollout_helpers import REGISTERED_PAPER_ENVS, env_overrides
 
-from agentbench_af.formats.roles import token_roles
-from agentbench_af.rollout.batch import Role
+from agentbench_af.formats.roles import Role, token_roles
+from agentbench_af.models.forward import token_stats
 from agentbench_af.rollout.collect import collect_rollouts
 from agentbench_af.rollout.engine import TransformersEngine
 from agentbench_af.rollout.to_batch import trajectories_to_batch
 from agentbench_af.rollout.types import RolloutConfig
-from agentbench_af.train.forward import token_stats
 
 TOL = 1e-4  # fp32 on CPU: KV-cached left-padded sampling vs right-padded full forward
 CASES = [(env, mode) for env in REGISTERED_PAPER_ENVS for mode in ("full", "window")]

@@ -10,15 +10,15 @@ import torch
 from train_helpers import FROZENLAKE
 
 from agentbench_af.credit import CreditConfig, compute_token_weights
+from agentbench_af.models.forward import token_stats
+from agentbench_af.models.policy import Policy
 from agentbench_af.models.value import ValueHead
 from agentbench_af.rollout.collect import collect_rollouts
 from agentbench_af.rollout.engine import TransformersEngine
 from agentbench_af.rollout.to_batch import trajectories_to_batch
 from agentbench_af.rollout.types import RolloutConfig
 from agentbench_af.train.critic import SeparateCritic
-from agentbench_af.train.forward import token_stats
 from agentbench_af.train.loss import LossConfig
-from agentbench_af.train.policy import Policy
 from agentbench_af.train.update import UpdateInputs, ppo_update
 
 CPU = torch.device("cpu")

@@ -2,6 +2,8 @@
 
 The parser never raises: any string (empty, huge, control characters, unicode noise) yields a
 `ParsedResponse`, whose `error` says in one line what was wrong when no usable answer was found.
+It is the response grammar every environment's `step` reads, so it belongs to the environment contract
+(`api`); `formats` builds the prompts that teach it and the token roles that follow it.
 Left out on purpose: nested tags and several answer spans (the first complete one wins, as RAGEN).
 """
 

@@ -20,6 +20,11 @@ from agentbench_af.io import atomic_write_json
 from agentbench_af.models.value import ValueHead, load_policy, save_policy
 
 
+def is_model_dir(path: Path) -> bool:
+    """A policy saved by this project (policy.json) or a Hugging Face model directory (config.json)."""
+    return (path / "policy.json").is_file() or (path / "config.json").is_file()
+
+
 @dataclass
 class Policy:
     lm: nn.Module

@@ -1,0 +1,22 @@
+"""Which environment seeds a batch of rollouts plays: distinct seeds of the variant's training range.
+
+    seeds = draw_train_seeds(env, count, np.random.default_rng(step_seed))   # sorted, distinct
+
+Used for the prompts of an RL step, the episodes of the SFT warm start and the diagnostic's groups.
+A range no larger than `count` gives all of its seeds. Left out: the evaluation range (`evaluate`
+plays the first seeds of `variant.eval_seeds` in order).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from agentbench_af.api.env import TextEnv
+
+
+def draw_train_seeds(env: TextEnv, count: int, rng: np.random.Generator) -> list[int]:
+    """`count` distinct seeds drawn with `rng` from `env.variant.train_seeds`, sorted."""
+    lo, hi = env.variant.train_seeds
+    if hi - lo <= count:
+        return list(range(lo, hi))
+    return sorted(int(s) for s in rng.choice(np.arange(lo, hi), size=count, replace=False))
