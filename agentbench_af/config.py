@@ -160,16 +160,18 @@ def read_config_mapping(path: str | Path | None = None, overrides: list[str] | N
     return apply_overrides(data, overrides or [])
 
 
-HASH_DROP = ("run.seed", "run.out_dir", "run.name", "run.init_from", "run.threads", "diagnostic", "run.report_to", "imports")
+HASH_DROP = ("run.seed", "run.out_dir", "run.name", "run.init_from", "run.threads", "run.parallel", "diagnostic",
+             "run.report_to", "imports")
 
 
 def config_hash(cfg: Any, drop: tuple[str, ...] = HASH_DROP) -> str:
     """A 12-hex-digit digest of the config without the fields in `drop` (dotted paths).
 
     `run.init_from` is dropped because a shared warm start's directory names its seed (the warm start
-    itself is determined by the env, model, sft and seed fields, which stay); `run.threads` changes
-    speed, not the experiment; `diagnostic` only sets how the run is measured, `run.report_to` where
-    metrics are copied and `imports` where code is found.
+    itself is determined by the env, model, sft and seed fields, which stay); `run.threads` and
+    `run.parallel` (DDP or FSDP2 under torchrun) change speed and memory, not the experiment;
+    `diagnostic` only sets how the run is measured, `run.report_to` where metrics are copied and
+    `imports` where code is found.
     """
     data = to_dict(cfg)
     for path in drop:

@@ -35,6 +35,7 @@ def reproduce_command(
 ) -> None:
     """Run a preset (warm starts, then every method from the same warm start) and write table and plots."""
     from agentbench_af.config import ConfigError
+    from agentbench_af.io import WriteError
     from agentbench_af.sweep import SweepError
     from agentbench_af.sweep.reproduce import (
         ReproduceConfig,
@@ -57,7 +58,7 @@ def reproduce_command(
         if dry_run:
             return
         outcomes = reproduce(cfg, show_progress=not quiet)
-    except (ReproduceError, SweepError, ConfigError) as exc:
+    except (ReproduceError, SweepError, ConfigError, WriteError) as exc:
         raise _fail(str(exc)) from exc
     from agentbench_af.cli.results import plot_command, table_command
 

@@ -1,7 +1,7 @@
 """Built-in advantage estimators: gae, grpo, rloo, gigpo-step. Each is `fn(batch, cfg) -> AdvantageOutput`.
 
-Registered in the order the tables list their methods: ppo (gae, needs a critic), grpo, rloo, gigpo
-(gigpo-step, needs step groups).
+Registered in the order the tables list their methods: ppo (gae, needs a critic), grpo, rloo (need
+groups of two or more rollouts), gigpo (gigpo-step, needs step groups and groups).
 
 - grpo: a trajectory's return, normalised within its group (`normalise_in_groups`: Bessel-corrected std,
   float64 statistics; groups of one and groups whose returns are all equal get exactly 0), broadcast to
@@ -73,13 +73,13 @@ def gae(batch: RolloutBatch, cfg: CreditConfig) -> AdvantageOutput:
     return AdvantageOutput(advantages, returns)
 
 
-@register_advantage("grpo")
+@register_advantage("grpo", needs=Needs(groups=True))
 def grpo(batch: RolloutBatch, cfg: CreditConfig) -> AdvantageOutput:
     per_traj = normalise_in_groups(batch.traj_return, batch.traj_group, cfg.grpo_norm_by_std)  # (N,)
     return AdvantageOutput(broadcast_trajectory(batch, per_traj))
 
 
-@register_advantage("rloo")
+@register_advantage("rloo", needs=Needs(groups=True))
 def rloo(batch: RolloutBatch, cfg: CreditConfig) -> AdvantageOutput:
     group, n = compact_ids(batch.traj_group)
     ret = batch.traj_return.double()  # (N,) float64: see normalise_in_groups
@@ -110,7 +110,7 @@ def turn_rewards(batch: RolloutBatch, max_turns: int) -> torch.Tensor:
     return group_sum(batch.token_rewards[row, col].float(), flat, n).view(batch.num_trajectories, max_turns)
 
 
-@register_advantage("gigpo-step", method="gigpo", needs=Needs(step_groups=True))
+@register_advantage("gigpo-step", method="gigpo", needs=Needs(step_groups=True, groups=True))
 def gigpo_step(batch: RolloutBatch, cfg: CreditConfig) -> AdvantageOutput:
     if batch.turn_obs_key is None:
         raise ValueError(

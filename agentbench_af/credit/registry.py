@@ -10,8 +10,9 @@ entry point, or in a module given to `--import`):
     def my_weights(batch: RolloutBatch, cfg: CreditConfig) -> torch.Tensor: ...  # (B, T)
 
 An estimator's `method` is the name it takes in a run's `method` (`ppo` for `gae`; default: its own
-name). `needs` says what the harness must build: a critic (`batch.values`), a reference model
-(`batch.ref_logprobs`), step groups (`batch.turn_obs_key`); it is a `Needs` or a function of the credit
+name). `needs` says what the harness must build or check: a critic (`batch.values`), a reference model
+(`batch.ref_logprobs`), step groups (`batch.turn_obs_key`), groups of two or more rollouts per prompt;
+it is a `Needs` or a function of the credit
 config returning one (a weighting whose need depends on a knob). The first lookup of a name loads the
 installed plugins (`agentbench_af.plugins`). This module knows nothing of `CreditConfig` (the config
 validates names against it); the dispatchers live in `credit.compute`.
@@ -43,10 +44,11 @@ class Needs:
     critic: bool = False  # batch.values from a value head (and returns to train it on)
     reference: bool = False  # batch.ref_logprobs from a frozen copy of the warm-start policy
     step_groups: bool = False  # batch.turn_obs_key: one observation key per (trajectory, turn)
+    groups: bool = False  # compares the rollouts of one prompt: rollout.group_size >= 2 (else advantage 0)
 
     def __or__(self, other: Needs) -> Needs:
         return Needs(self.critic or other.critic, self.reference or other.reference,
-                     self.step_groups or other.step_groups)
+                     self.step_groups or other.step_groups, self.groups or other.groups)
 
 
 AdvantageFn = Callable[[RolloutBatch, Any], AdvantageOutput]  # (batch, CreditConfig)

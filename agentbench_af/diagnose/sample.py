@@ -13,7 +13,7 @@ seeded with `seed`: a call repeats on one machine. Left out: value estimates (no
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -65,6 +65,6 @@ def sample_batch(policy: Policy, spec: SampleSpec, device: torch.device | str = 
 
 def add_ref_logprobs(batch: RolloutBatch, ref_lm: nn.Module, temperature: float,
                      device: torch.device | str = "cpu") -> RolloutBatch:
-    """Set `batch.ref_logprobs` (B, T) under `ref_lm` (e.g. for saved rollouts); other fields unchanged."""
-    batch.ref_logprobs = response_logprobs(ref_lm, batch, temperature, device)  # (B, T)
-    return batch
+    """A copy of `batch` with `ref_logprobs` (B, T) under `ref_lm` (e.g. for saved rollouts); `batch` is
+    left unchanged."""
+    return replace(batch, ref_logprobs=response_logprobs(ref_lm, batch, temperature, device))  # (B, T)

@@ -2,12 +2,14 @@
 
 Token-aligned like `RolloutBatch`: position t holds the log-prob of input_ids[:, t] given the tokens
 before it (position 0 holds 0). Logits are divided by the rollout temperature so that the ratio
-pi / pi_old compares the same distributions the tokens were sampled from. `score_batch` fills a
-sampled batch's old log-probs (and values, reference log-probs) with this forward pass.
+pi / pi_old compares the same distributions the tokens were sampled from. `score_batch` returns a
+sampled batch with its old log-probs (and values, reference log-probs) from this forward pass.
 Left out: recomputing the entropies (the batch keeps the engine's, taken at sampling time).
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import torch
 from torch import nn
@@ -78,18 +80,18 @@ def score_batch(
     ref_lm: nn.Module | None = None,
     critic: nn.Module | None = None,
 ) -> RolloutBatch:
-    """Recompute `batch.old_logprobs` with the training forward pass (the same numerics as the update),
-    and set `values` (with a value head on the policy, or a separate `critic` network mapping
-    (input_ids, attention_mask) -> (B, T) values) and `ref_logprobs` (with a reference model); in place,
-    on CPU."""
+    """A copy of `batch` whose `old_logprobs` come from the training forward pass (the same numerics as
+    the update), with `values` (from a value head on the policy, or a separate `critic` network mapping
+    (input_ids, attention_mask) -> (B, T) values) and `ref_logprobs` (from a reference model) when given;
+    the new tensors are on CPU, `batch` itself is left unchanged."""
     b = batch.to(device)
     old_lp, _, values = token_stats(lm, b.input_ids, b.attention_mask, max(temperature, 1e-6),
                                     value_head=value_head, with_entropy=False)  # (B, T), (B, T) or None
     if critic is not None:
         values = critic(b.input_ids, b.attention_mask)  # (B, T)
-    batch.old_logprobs = (old_lp * b.response_mask).cpu()  # (B, T)
+    updates = {"old_logprobs": (old_lp * b.response_mask).cpu()}  # (B, T)
     if values is not None:
-        batch.values = (values * b.response_mask).cpu()  # (B, T)
+        updates["values"] = (values * b.response_mask).cpu()  # (B, T)
     if ref_lm is not None:
-        batch.ref_logprobs = response_logprobs(ref_lm, batch, temperature, device)  # (B, T)
-    return batch
+        updates["ref_logprobs"] = response_logprobs(ref_lm, batch, temperature, device)  # (B, T)
+    return replace(batch, **updates)

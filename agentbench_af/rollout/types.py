@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -27,12 +28,19 @@ class RolloutConfig:
     max_batch_size: int = 256
 
     def __post_init__(self) -> None:
-        if self.group_size < 1:
-            raise ValueError("group_size must be >= 1")
+        for name in ("group_size", "window_turns", "max_new_tokens", "max_context_tokens", "max_batch_size"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"rollout.{name} must be an integer >= 1, got {value!r}")
         if self.context_mode not in ("full", "window"):
-            raise ValueError(f"context_mode must be 'full' or 'window', got {self.context_mode!r}")
-        if self.window_turns < 1:
-            raise ValueError("window_turns must be >= 1")
+            raise ValueError(f"rollout.context_mode must be 'full' or 'window', got {self.context_mode!r}")
+        if not (isinstance(self.temperature, (int, float)) and math.isfinite(self.temperature) and self.temperature >= 0):
+            raise ValueError(f"rollout.temperature must be a finite number >= 0 (0: greedy), got {self.temperature!r}")
+        if not (isinstance(self.top_p, (int, float)) and 0 < self.top_p <= 1):
+            raise ValueError(f"rollout.top_p must be in (0, 1], got {self.top_p!r}")
+        if self.max_context_tokens <= self.max_new_tokens:
+            raise ValueError(f"rollout.max_context_tokens ({self.max_context_tokens}) must exceed rollout.max_new_tokens "
+                             f"({self.max_new_tokens}): the prompt needs room too")
 
 
 @dataclass

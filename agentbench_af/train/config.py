@@ -14,6 +14,7 @@ Saved beside every result.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -28,6 +29,10 @@ REPORTERS = ("tensorboard", "wandb")
 
 def _check_counts(cfg: Any, section: str, positive: tuple[str, ...] = (), **minimums: int) -> None:
     """Raise ValueError naming `section.field` for a field below its minimum (or not > 0 for `positive`)."""
+    for name in (*minimums, *positive):
+        value = getattr(cfg, name)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"{section}.{name} must be a finite number, got {value!r}")
     for name, lo in minimums.items():
         if getattr(cfg, name) < lo:
             raise ValueError(f"{section}.{name} must be >= {lo}, got {getattr(cfg, name)!r}")
@@ -137,7 +142,7 @@ class EvalConfig:
 class RunConfig:
     seed: int = 0
     out_dir: str = "runs"
-    name: str = ""  # run directory name; empty: <env>-<method>-<model>-s<seed>
+    name: str = ""  # run directory name; empty: <env>-<method>-<model>-s<seed>-<6 digits of the config hash>
     init_from: str | None = None  # a warm-start policy directory to branch from (skips SFT)
     checkpoint_every: int = 5
     save_rollouts_every: int = 0  # 0: never; else save a rollout sample every N steps
@@ -147,12 +152,17 @@ class RunConfig:
     # experiment trackers that also get each step's metrics (results/trackers.py); metrics.jsonl stays the
     # source of the records. wandb runs offline (no network): `wandb sync` uploads later.
     report_to: tuple[str, ...] = ()
+    # data parallelism under torchrun (WORLD_SIZE > 1; ignored for one process): ddp replicates the model
+    # on every rank, fsdp2 shards parameters, gradients and optimizer state (torch fully_shard)
+    parallel: Literal["ddp", "fsdp2"] = "ddp"
 
     def __post_init__(self) -> None:
         _check_counts(self, "run", checkpoint_every=1, save_rollouts_every=0, rollout_sample_groups=1, threads=0)
         unknown = sorted(set(self.report_to) - set(REPORTERS))
         if unknown:
             raise ValueError(f"run.report_to: unknown tracker(s) {unknown}; choose from {list(REPORTERS)}")
+        if self.parallel not in ("ddp", "fsdp2"):
+            raise ValueError(f"run.parallel must be ddp or fsdp2, got {self.parallel!r}")
 
 
 @dataclass(frozen=True)
@@ -188,6 +198,8 @@ class TrainConfig:
     imports: tuple[str, ...] = ()  # plugin modules imported before the config is built (and in sweep workers)
 
     def __post_init__(self) -> None:
+        from agentbench_af.credit import credit_needs
+
         estimator, weighting = parse_method(self.method)
         defaults = CreditConfig()
         given = {k: getattr(self.credit, k) for k in ("estimator", "weighting")
@@ -199,6 +211,16 @@ class TrainConfig:
             object.__setattr__(
                 self, "credit", dataclasses.replace(self.credit, estimator=estimator, weighting=weighting)
             )
+        if not self.rollout.temperature > 0:
+            raise ValueError(f"rollout.temperature must be > 0 for RL rollouts (their log-probs train the policy), "
+                             f"got {self.rollout.temperature!r}")
+        if credit_needs(self.credit).groups and self.rollout.group_size < 2:
+            raise ValueError(f"method {self.method}: rollout.group_size must be >= 2 for {self.credit.estimator} "
+                             f"(it compares rollouts of one prompt; a group of 1 has advantage 0), got {self.rollout.group_size}")
+        samples = self.rl.prompts_per_step * self.rollout.group_size
+        if self.rl.minibatches > samples:
+            raise ValueError(f"rl.minibatches ({self.rl.minibatches}) must be <= rl.prompts_per_step x "
+                             f"rollout.group_size ({samples} trajectories per step)")
 
     @property
     def needs_value_head(self) -> bool:
@@ -215,12 +237,17 @@ class TrainConfig:
         return self.loss.kl_coef > 0 or credit_needs(self.credit).reference
 
     @property
-    def run_name(self) -> str:
-        if self.run.name:
-            return self.run.name
+    def run_label(self) -> str:
+        """`<env>-<method>-<model>-s<seed>`: what a sweep names its runs (its grid keeps them apart)."""
         model = self.model.path.rstrip("/").split("/")[-1] if self.model.path else self.model.name
         return f"{self.env.id}-{self.method}-{model}-s{self.run.seed}"
 
+    @property
+    def run_name(self) -> str:
+        """`run.name`, else the label plus 6 digits of the config hash, so different configs get different folders."""
+        from agentbench_af.config import config_hash
+
+        return self.run.name or f"{self.run_label}-{config_hash(self)[:6]}"
 
 def train_config_from_dict(data: dict[str, Any], imports: tuple[str, ...] | list[str] = ()) -> TrainConfig:
     """Import the plugins (`imports` given here, then the mapping's `imports:`), then build the config.

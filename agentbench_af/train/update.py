@@ -1,9 +1,10 @@
 """One PPO/GRPO policy update over a rollout batch: epochs x minibatches of the weighted clipped loss.
 
 Advantages and token weights are computed once for the whole batch (credit assignment is pure tensor
-code in `agentbench_af.credit`) and sliced per minibatch; the per-token loss and its aggregation come
-from `train.loss`. The weights multiply the policy surrogate only. Left out: gradient accumulation
-across minibatches (one optimizer step per minibatch, as in PPO) and mixed-precision loss scaling.
+code in `agentbench_af.credit`) and sliced per minibatch; every loss term is a `train.loss` function
+(`policy_loss`, `value_loss`, `kl_k3`, `entropy_bonus`). The weights multiply the policy surrogate only.
+Left out: gradient accumulation across minibatches (one optimizer step per minibatch, as in PPO) and
+mixed-precision loss scaling.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from torch import nn
 from agentbench_af.models.forward import token_stats
 from agentbench_af.rollout.batch import RolloutBatch
 from agentbench_af.train import loss as L
+from agentbench_af.train.distributed import UpdateSync
 
 
 @dataclass
@@ -44,12 +46,16 @@ def ppo_update(
     autocast_dtype: torch.dtype | None = None,
     detach_critic: bool = False,
     critic: nn.Module | None = None,
+    sync: UpdateSync | None = None,
 ) -> dict[str, float]:
     """Run the update in place; returns mean metrics over minibatches. The critic is either `value_head`
     on the policy's last hidden state or `critic`, a separate network (input_ids, attention_mask) ->
     (B, T) values (`train.critic.SeparateCritic`). The policy's and the critic's gradients are clipped
     separately (each to loss_cfg.max_grad_norm), so a large value loss cannot shrink the policy's step;
-    `detach_critic`: the value head's loss does not reach the policy's trunk (`rl.critic`)."""
+    `detach_critic`: the value head's loss does not reach the policy's trunk (`rl.critic`).
+    `sync` (data parallelism): the modules are DDP/FSDP2-wrapped, `inputs` is this rank's share, every
+    loss term divides by the global count over the world size, and every rank takes exactly `minibatches`
+    optimizer steps; the metrics are this rank's (`train.distributed.reduce_metrics` averages them)."""
     if value_head is not None and critic is not None:
         raise ValueError("ppo_update takes a value head on the policy or a separate critic, not both")
     batch = inputs.batch
@@ -63,12 +69,14 @@ def ppo_update(
         critic.train()
     for _ in range(epochs):
         order = torch.randperm(B, generator=generator)
-        for chunk in torch.chunk(order, max(1, min(minibatches, B))):
+        chunks = sync.split(order, minibatches) if sync is not None else torch.chunk(order, max(1, min(minibatches, B)))
+        for chunk in chunks:
             mb = batch.select(chunk).crop().to(device)
             width = mb.input_ids.shape[1]
             adv = inputs.advantages[chunk, :width].to(device)  # (b, t)
             w = inputs.weights[chunk, :width].to(device)  # (b, t)
             mask = mb.response_mask  # (b, t)
+            denom = sync.denominator(mask, loss_cfg.agg) if sync is not None else None
             with torch.autocast(device.type, dtype=autocast_dtype, enabled=autocast_dtype is not None):
                 logprobs, entropy, values = token_stats(
                     lm, mb.input_ids, mb.attention_mask, temperature, value_head=value_head,
@@ -76,24 +84,22 @@ def ppo_update(
                 )
                 if critic is not None:
                     values = critic(mb.input_ids, mb.attention_mask)  # (b, t)
-            surrogate = L.clipped_surrogate(logprobs, mb.old_logprobs, adv, loss_cfg)  # (b, t)
-            total = L.agg_loss(w * surrogate, mask, loss_cfg.agg)
+            total = L.policy_loss(logprobs, mb.old_logprobs, adv, w, mask, loss_cfg, denom)
             logs.setdefault("pg_loss", []).append(float(total.detach()))
             if critic_module is not None and inputs.returns is not None:
                 ret = inputs.returns[chunk, :width].to(device)
                 old_values = mb.values if mb.values is not None else values.detach()
-                vl = L.value_loss(values, old_values, ret, mask, loss_cfg)
+                vl = L.value_loss(values, old_values, ret, mask, loss_cfg, denom)
                 total = total + loss_cfg.value_coef * vl
                 logs.setdefault("value_loss", []).append(float(vl.detach()))
             if loss_cfg.kl_coef > 0:
                 if mb.ref_logprobs is None:
                     raise ValueError("loss.kl_coef > 0 needs reference log-probs in the batch")
-                kl = L.agg_loss(L.kl_k3(logprobs, mb.ref_logprobs), mask, loss_cfg.agg)
+                kl = L.agg_loss(L.kl_k3(logprobs, mb.ref_logprobs), mask, loss_cfg.agg, denom)
                 total = total + loss_cfg.kl_coef * kl
                 logs.setdefault("kl_ref", []).append(float(kl.detach()))
             if loss_cfg.entropy_coef > 0 and entropy is not None:
-                ent = L.agg_loss(entropy, mask, loss_cfg.agg)
-                total = total - loss_cfg.entropy_coef * ent
+                total = total - loss_cfg.entropy_coef * L.entropy_bonus(entropy, mask, loss_cfg.agg, denom)
             optimizer.zero_grad(set_to_none=True)
             total.backward()
             grad_norm = torch.nn.utils.clip_grad_norm_(params, loss_cfg.max_grad_norm)

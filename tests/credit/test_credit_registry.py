@@ -134,11 +134,15 @@ def test_dispatcher_checks_the_output_shape():
 
 def test_builtins_declare_what_they_need():
     assert credit_needs(CreditConfig(estimator="gae")) == Needs(critic=True)
-    assert credit_needs(CreditConfig(estimator="gigpo-step")) == Needs(step_groups=True)
-    assert credit_needs(CreditConfig(estimator="grpo")) == Needs()
-    assert credit_needs(CreditConfig(weighting="actfocus", energy_source="ref")) == Needs(reference=True)
-    assert credit_needs(CreditConfig(weighting="actfocus", energy_source="ref", energy_lambda=0.0)) == Needs()
-    assert credit_needs(CreditConfig(weighting="actfocus-reasoning-only", energy_source="ref")) == Needs()
+    assert credit_needs(CreditConfig(estimator="gigpo-step")) == Needs(step_groups=True, groups=True)
+    assert credit_needs(CreditConfig(estimator="grpo")) == Needs(groups=True)
+    assert credit_needs(CreditConfig(estimator="rloo")) == Needs(groups=True)
+    ppo = CreditConfig(estimator="gae")
+    assert credit_needs(dataclasses.replace(ppo, weighting="actfocus", energy_source="ref")) == Needs(True, True)
+    assert credit_needs(dataclasses.replace(ppo, weighting="actfocus", energy_source="ref", energy_lambda=0.0)) \
+        == Needs(critic=True)
+    assert credit_needs(dataclasses.replace(ppo, weighting="actfocus-reasoning-only", energy_source="ref")) \
+        == Needs(critic=True)
     assert method_names()[:4] == ["ppo", "grpo", "rloo", "gigpo"]  # the tables' row order
 
 

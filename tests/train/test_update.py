@@ -126,3 +126,15 @@ def test_a_separate_critic_starts_as_the_policy_trunk_and_trains_alone(warm_star
     with pytest.raises(ValueError, match="not both"):
         ppo_update(policy.lm, policy.ensure_value_head(), optimizer, UpdateInputs(b, zeros, returns, zeros),
                    LossConfig(), 1, 1, 1.0, torch.Generator().manual_seed(0), CPU, critic=critic)
+
+
+def test_the_logged_policy_loss_is_the_weighted_surrogate_at_ratio_one(warm_start, rollout_batch):
+    """One minibatch, one epoch: the policy still equals the sampling policy, every ratio is 1, so the
+    loss is token-mean(w * -A) over generated tokens (worked out here without `train.loss`)."""
+    adv = _advantages(rollout_batch)
+    _, metrics = _run(warm_start, rollout_batch, "actfocus", False, adv)
+    weights = compute_token_weights(rollout_batch, CreditConfig(weighting="actfocus"))  # (B, T)
+    mask = rollout_batch.response_mask  # (B, T)
+    expected = float((weights * -adv)[mask].sum() / mask.sum())
+    assert metrics["pg_loss"] == pytest.approx(expected, rel=1e-5, abs=1e-7)
+    assert metrics["clip_frac"] == 0.0

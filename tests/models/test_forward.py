@@ -1,0 +1,61 @@
+"""`score_batch` returns a scored copy of a sampled batch and leaves the batch it was given unchanged:
+old log-probs are the training forward pass's on generated tokens (0 elsewhere), values come from a
+value head (masked the same way), and a reference model equal to the policy gives equal log-probs."""
+
+import copy
+import dataclasses
+
+import pytest
+import torch
+
+from agentbench_af.formats.chat import ChatFormat
+from agentbench_af.models.forward import response_logprobs, score_batch, token_stats
+from agentbench_af.models.tiny import build_tiny_policy
+from agentbench_af.models.value import ValueHead
+from agentbench_af.rollout.collect import collect_rollouts
+from agentbench_af.rollout.engine import TransformersEngine
+from agentbench_af.rollout.to_batch import trajectories_to_batch
+from agentbench_af.rollout.types import RolloutConfig
+
+
+@pytest.fixture(scope="module")
+def sampled(tok):
+    lm = build_tiny_policy("tiny-0.12m", tok, seed=0).eval()
+    chat = ChatFormat.from_tokenizer(tok)
+    torch.manual_seed(0)
+    trajs = collect_rollouts(TransformersEngine(lm, tok.pad_token_id), tok, chat, "FrozenLake-4x4-v0", [1, 2],
+                             RolloutConfig(group_size=2, max_new_tokens=12),
+                             env_kwargs={"max_turns": 2})
+    return lm, trajectories_to_batch(trajs, "full", tok.pad_token_id)
+
+
+def _snapshot(batch):
+    return {f.name: (v.clone() if isinstance(v := getattr(batch, f.name), torch.Tensor) else v)
+            for f in dataclasses.fields(batch)}
+
+
+def test_score_batch_returns_a_scored_copy(sampled):
+    lm, batch = sampled
+    batch = dataclasses.replace(batch, old_logprobs=torch.full_like(batch.old_logprobs, 7.0))  # (B, T) sentinel
+    before = _snapshot(batch)
+    head = ValueHead(int(lm.config.hidden_size), seed=3)
+    scored = score_batch(lm, batch, 1.0, "cpu", value_head=head, ref_lm=copy.deepcopy(lm))
+    assert scored is not batch
+    after = _snapshot(batch)
+    assert all(torch.equal(before[k], after[k]) if isinstance(before[k], torch.Tensor) else before[k] is after[k]
+               for k in before)  # the input is untouched
+    with torch.no_grad():
+        lp, _, values = token_stats(lm, batch.input_ids, batch.attention_mask, value_head=head, with_entropy=False)
+    mask = batch.response_mask  # (B, T)
+    assert torch.equal(scored.old_logprobs, lp * mask)
+    assert torch.equal(scored.values, values * mask)
+    assert torch.equal(scored.ref_logprobs, scored.old_logprobs)  # the reference is a copy of the policy
+    assert bool((scored.old_logprobs[mask] < 0).all()) and bool((scored.old_logprobs[~mask] == 0).all())
+    assert scored.input_ids is batch.input_ids and scored.roles is batch.roles  # the rest is shared, not copied
+
+
+def test_without_value_head_or_reference_those_fields_are_kept(sampled):
+    lm, batch = sampled
+    scored = score_batch(lm, batch, 0.7, "cpu")
+    assert scored.values is batch.values and scored.ref_logprobs is batch.ref_logprobs
+    assert torch.equal(scored.old_logprobs, response_logprobs(lm, batch, 0.7, "cpu"))
