@@ -15,7 +15,11 @@ batch statistics where a method has them (`distributed_credit`), the update runs
 (`distributed_eval`), and rank 0 alone writes the run folder (`rank_folder`). With minibatches = 1 an
 update equals the one-process update on the union of the shares; with more, each optimizer step takes a
 slice of every rank's share (the same number of samples as one process, another partition of them).
-Left out: tensor and pipeline parallelism (a policy must fit on one device, or be sharded by FSDP2).
+The generation engine (`rollout.engine`) is built once per run and wraps every update
+(`engine.updating`): a vLLM engine then copies the new weights into its running model; each step's row
+records `rollout/logprob_mismatch_max`, the engine's log-probs against the trainer's.
+Left out: tensor and pipeline parallelism (a policy must fit on one device, or be sharded by FSDP2), and
+the vLLM engine under torchrun (one vLLM engine per rank is untested, so the loop refuses it).
 """
 
 from __future__ import annotations
@@ -28,12 +32,12 @@ from tqdm.auto import tqdm
 
 import agentbench_af
 from agentbench_af.config import to_dict
-from agentbench_af.models.forward import score_batch
+from agentbench_af.models.forward import logprob_mismatch, score_batch
 from agentbench_af.results.record import RunRecord
 from agentbench_af.results.snapshot import bottleneck_snapshot, record_bottleneck
 from agentbench_af.rollout.batch import RolloutBatch
 from agentbench_af.rollout.collect import collect_rollouts
-from agentbench_af.rollout.engine import TransformersEngine
+from agentbench_af.rollout.engine import build_engine
 from agentbench_af.rollout.seeds import draw_train_seeds
 from agentbench_af.rollout.to_batch import trajectories_to_batch
 from agentbench_af.train import distributed as dp
@@ -45,6 +49,7 @@ from agentbench_af.train.distributed_eval import evaluate_on_ranks, shared_eval_
 from agentbench_af.train.gather_batch import gather_batch
 from agentbench_af.train.learner import build_learner
 from agentbench_af.train.rank_folder import run_folder
+from agentbench_af.train.step import scores_in_update, update_on_batch
 from agentbench_af.train.update import UpdateInputs, ppo_update
 from agentbench_af.train.warm_eval import shared_warm_eval, warm_eval_key
 from agentbench_af.train.warm_start import prepare_warm_start, warm_start_for
@@ -61,6 +66,8 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True, ov
     Under torchrun every rank calls this and gets the record; rank 0 writes it."""
     device, autocast = use_device(cfg)
     dp.check_world(cfg, dp.ranks_from_env())
+    if cfg.rollout.engine == "vllm" and dp.ranks_from_env().active:
+        raise ValueError("rollout.engine=vllm runs in one process for now; use rollout.engine=transformers under torchrun")
     ranks, device = dp.start(device)
     try:
         with run_folder(cfg, ranks, resume=resume, overwrite=overwrite) as run:
@@ -76,9 +83,12 @@ def _train(cfg: TrainConfig, run, ranks: dp.Ranks, device: torch.device, autocas
     warm = dp.broadcast_object(warm if ranks.is_main else None, ranks)
     learner = build_learner(cfg, warm.path, device, ranks)
     policy, trained = learner.policy, learner.trained
-    engine = TransformersEngine(policy.lm, policy.pad_token_id, cfg.rollout.max_batch_size)
+    engine = build_engine(cfg.rollout, policy.lm, policy.pad_token_id, autocast, cfg.run.seed)
     env = agentbench_af.make(cfg.env.id, **cfg.env.overrides)
     sync = dp.UpdateSync(ranks) if ranks.active else None
+    critic = learner.value_head if learner.value_head is not None else learner.critic
+    # one process only: with data parallelism credit and the loss need every rank's rows
+    on_policy = not ranks.active and scores_in_update(cfg, policy.lm, engine, learner.ref_lm, critic)
 
     def evaluate(step: int) -> dict:
         torch.manual_seed(dp.rank_seed(step_seed(cfg.run.seed, step, 3), ranks))
@@ -100,6 +110,7 @@ def _train(cfg: TrainConfig, run, ranks: dp.Ranks, device: torch.device, autocas
                                    format_role=cfg.credit.format_role, settings=to_dict(cfg.diagnostic))
 
     start, progress = run.restore(learner) or (0, None)
+    engine.load_weights(policy.lm)  # a restored checkpoint's weights
     if progress is None:
         key = warm_eval_key(cfg, str(autocast))
         progress = run.begin(lambda: shared_eval_on_ranks(warm.path, key, lambda: evaluate(0), ranks) if ranks.active
@@ -110,28 +121,37 @@ def _train(cfg: TrainConfig, run, ranks: dp.Ranks, device: torch.device, autocas
         t0 = time.time()
         batch, trajs = collect(step)
         t_rollout = time.time() - t0
-        # recompute old log-probs with the training forward pass (same numerics as the update)
-        batch = score_batch(policy.lm, batch, cfg.rollout.temperature, device, learner.value_head, learner.ref_lm,
-                            learner.critic)
-        if step == 0:  # the warm-start policy's batch, before any update (kept in checkpoints)
-            whole = gather_batch(batch, ranks, policy.pad_token_id)
-            if whole is not None:
-                progress.bottleneck_warm_start = snapshot(whole, 0).to_dict()
-        advantage = rank_advantages(batch, cfg.credit, ranks)
-        weights = rank_token_weights(batch, cfg.credit, ranks)
+        sampled = batch
         gen = torch.Generator().manual_seed(step_seed(cfg.run.seed, step, 1))
-        update_metrics = ppo_update(
-            trained.lm, trained.value_head, learner.optimizer,
-            UpdateInputs(batch, advantage.advantages, advantage.returns, weights), cfg.loss, cfg.rl.epochs,
-            cfg.rl.minibatches, cfg.rollout.temperature, gen, device, autocast,
-            detach_critic=cfg.rl.critic == "detached", critic=trained.critic, sync=sync,
-        )
-        learner.parallel.after_update()
+        with engine.updating(policy.lm):  # the engine samples from the new weights afterwards
+            # step 0 keeps the pass: its diagnostic reads the warm-start policy before the update
+            if on_policy and step > 0:  # old log-probs from the update's own forward (exact: train.step)
+                batch, update_metrics = update_on_batch(trained.lm, batch, cfg, learner.optimizer, gen, device,
+                                                        autocast, score_in_update=True)
+            else:
+                # old log-probs and entropies from the training forward pass (same numerics as the update)
+                batch = score_batch(policy.lm, batch, cfg.rollout.temperature, device, learner.value_head,
+                                    learner.ref_lm, learner.critic)
+                if step == 0:  # the warm-start policy's batch, before any update (kept in checkpoints)
+                    whole = gather_batch(batch, ranks, policy.pad_token_id)
+                    if whole is not None:
+                        progress.bottleneck_warm_start = snapshot(whole, 0).to_dict()
+                advantage = rank_advantages(batch, cfg.credit, ranks)
+                weights = rank_token_weights(batch, cfg.credit, ranks)
+                update_metrics = ppo_update(
+                    trained.lm, trained.value_head, learner.optimizer,
+                    UpdateInputs(batch, advantage.advantages, advantage.returns, weights), cfg.loss, cfg.rl.epochs,
+                    cfg.rl.minibatches, cfg.rollout.temperature, gen, device, autocast,
+                    detach_critic=cfg.rl.critic == "detached", critic=trained.critic, sync=sync,
+                )
+            learner.parallel.after_update()
         learner.scheduler.step()
         done = step + 1
         row = step_row(done, batch, trajs, t_rollout, time.time() - t0, learner.scheduler.get_last_lr()[0],
                        dp.reduce_metrics(update_metrics, ranks))
         row = dp.reduce_row(row, sum(len(tr.turns) for tr in trajs), ranks)
+        mismatch = logprob_mismatch(sampled.old_logprobs, batch.old_logprobs, batch.response_mask)
+        row["rollout/logprob_mismatch_max"] = float(dp.all_reduce(torch.tensor([mismatch], dtype=torch.float64), ranks, "max")[0])
         run.save_rollouts(batch, done)
         if done % cfg.eval.every == 0 or done == cfg.rl.steps:
             row["eval"] = evaluate(done)
@@ -146,6 +166,7 @@ def _train(cfg: TrainConfig, run, ranks: dp.Ranks, device: torch.device, autocas
     final_batch = score_batch(policy.lm, final_batch, cfg.rollout.temperature, device)
     final_whole = gather_batch(final_batch, ranks, policy.pad_token_id)
     final = progress.curve[-1] if progress.curve else evaluate(cfg.rl.steps)
+    getattr(engine, "close", lambda: None)()  # a vLLM engine frees its memory
     record = None
     if final_whole is not None:  # rank 0 writes the record; the other ranks get it from there
         bottleneck = record_bottleneck(progress.bottleneck_warm_start, snapshot(final_whole, cfg.rl.steps))
