@@ -140,6 +140,11 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
 
 def load_config(cls: type[T], path: str | Path | None = None, overrides: list[str] | None = None) -> T:
     """Read YAML at `path` (optional), apply overrides, and build `cls`."""
+    return from_dict(cls, read_config_mapping(path, overrides))
+
+
+def read_config_mapping(path: str | Path | None = None, overrides: list[str] | None = None) -> dict[str, Any]:
+    """The mapping `load_config` builds from: YAML at `path` (optional) with the overrides applied."""
     data: dict[str, Any] = {}
     if path is not None:
         p = Path(path)
@@ -152,11 +157,11 @@ def load_config(cls: type[T], path: str | Path | None = None, overrides: list[st
         if loaded is not None and not isinstance(loaded, dict):
             raise ConfigError(f"{p}: the top level must be a mapping")
         data = loaded or {}
-    data = apply_overrides(data, overrides or [])
-    return from_dict(cls, data)
+    return apply_overrides(data, overrides or [])
 
 
-HASH_DROP = ("run.seed", "run.out_dir", "run.name", "run.init_from", "run.threads", "run.parallel", "diagnostic")
+HASH_DROP = ("run.seed", "run.out_dir", "run.name", "run.init_from", "run.threads", "run.parallel", "diagnostic",
+             "run.report_to", "imports")
 
 
 def config_hash(cfg: Any, drop: tuple[str, ...] = HASH_DROP) -> str:
@@ -165,7 +170,8 @@ def config_hash(cfg: Any, drop: tuple[str, ...] = HASH_DROP) -> str:
     `run.init_from` is dropped because a shared warm start's directory names its seed (the warm start
     itself is determined by the env, model, sft and seed fields, which stay); `run.threads` and
     `run.parallel` (DDP or FSDP2 under torchrun) change speed and memory, not the experiment;
-    `diagnostic` only sets how the run is measured.
+    `diagnostic` only sets how the run is measured, `run.report_to` where metrics are copied and
+    `imports` where code is found.
     """
     data = to_dict(cfg)
     for path in drop:

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: lowest first. env -> formats -> rollout -> (models score it) -> credit -> update (train) -> records ->
 #: tables. `agentbench_af` itself (the package __init__) re-exports `api` and counts as `api`.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("io", "config"),  # atomic files, typed YAML configs: no project imports
+    ("io", "config", "plugins"),  # atomic files, typed YAML configs, plugin loading: no project imports
     ("api",),  # the environment contract, registry, response grammar (parse), game cache
     ("environments", "baselines"),  # environments implement `api`; baselines are recipes
     ("formats",),  # prompts, chat templates, token roles

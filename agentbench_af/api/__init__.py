@@ -1,10 +1,10 @@
 """The text-environment API: base class, typed info, registry."""
 
 from agentbench_af.api.env import TextEnv
-from agentbench_af.api.registry import EnvSpec, list_envs, make, register, spec
+from agentbench_af.api.registry import DataUnavailable, EnvSpec, MissingExtra, list_envs, make, register, spec
 from agentbench_af.api.types import ActionOutcome, ExpertTurn, StepInfo, Variant
 
 __all__ = [
-    "ActionOutcome", "EnvSpec", "ExpertTurn", "StepInfo", "TextEnv", "Variant",
-    "list_envs", "make", "register", "spec",
+    "ActionOutcome", "DataUnavailable", "EnvSpec", "ExpertTurn", "StepInfo", "TextEnv", "Variant",
+    "MissingExtra", "list_envs", "make", "register", "spec",
 ]

@@ -1,4 +1,4 @@
-"""The contract checker: run every registered id through the text-env contract (ENVIRONMENTS.md).
+"""The contract checker: run every registered id through the text-env contract (docs/environments.md).
 
 Checks, each raising `CheckError(check, env_id, message)` on the first violation:
   reset_deterministic  `reset(seed=s)` twice gives the same observation, info and render
@@ -29,7 +29,7 @@ from typing import Any
 from agentbench_af.api.env import TextEnv
 from agentbench_af.api.malformed import malformed_responses, prefix_then_unknown
 from agentbench_af.api.parse import format_response
-from agentbench_af.api.registry import make
+from agentbench_af.api.registry import DataUnavailable, make
 from agentbench_af.api.types import REQUIRED_STEP_KEYS, ExpertTurn
 
 _OPTIONAL_KEY_TYPES: dict[str, type] = {"invalid_reason": str, "turn": int, "actions_left": int, "seed": int}
@@ -135,6 +135,8 @@ class _Checker:
         env = env or self.env
         try:
             obs, info = env.reset(seed=seed)
+        except DataUnavailable:
+            raise  # not a contract violation: the id cannot run here (check-env reports SKIP)
         except Exception as exc:
             raise self.fail(self.current, f"reset(seed={seed}) raised {exc!r}") from exc
         if not isinstance(obs, str):

@@ -1,7 +1,7 @@
 """The text-environment base class: Gymnasium's contract over text, with invalid-output handling.
 
 Subclasses implement the game (`_new_game`, `_apply_action`, `_render_state`, ...); this class owns the
-turn protocol shared by every environment (ENVIRONMENTS.md): parsing the `<answer>` span, the action
+turn protocol shared by every environment (docs/environments.md): parsing the `<answer>` span, the action
 limits, the format penalty, truncation, the typed `info`, and "invalid output never raises and never
 changes the state". Left out: rendering modes other than text, and vectorised stepping (the rollout
 engine steps many environments itself).

@@ -2,6 +2,12 @@
 
 An id maps to an entry point (`"module:Class"`, imported only at `make`, so heavy extras are not
 needed to list ids) and a variant value. Changed rules or rewards get a new `-vN`; old ids stay.
+The suite (`agentbench_af.environments`) and the installed plugins (entry-point group
+`agentbench_af.environments`, see `agentbench_af.plugins`) register when `agentbench_af` is imported,
+so `gymnasium.make("agentbench_af/<id>")` works from then on; without importing it first,
+`gymnasium.make("agentbench_af:agentbench_af/<id>")` (Gymnasium's module-prefix form) does the import.
+`DataUnavailable` is what an environment raises when a data set only its user can supply is absent;
+`MissingExtra` what `make` raises for an id whose optional extra is not installed.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from typing import Any
 import gymnasium as gym
 
 from agentbench_af.api.types import Variant
+from agentbench_af.plugins import ENVIRONMENTS_GROUP, load_entry_points
 
 GYM_NAMESPACE = "agentbench_af"
 _ID_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.\-]*-v\d+$")
@@ -34,8 +41,18 @@ class EnvSpec:
             module = importlib.import_module(module_name)
         except ImportError as exc:
             hint = f" (install it with: pip install 'agentbench-af[{self.extra}]')" if self.extra else ""
-            raise ImportError(f"environment {self.id} needs a package that is missing: {exc.name}{hint}") from exc
+            error = MissingExtra if self.extra else ImportError
+            raise error(f"environment {self.id} needs a package that is missing: {exc.name}{hint}") from exc
         return getattr(module, attr)
+
+
+class DataUnavailable(FileNotFoundError):
+    """An environment's data set is absent here (e.g. official files the user must download); the
+    message says what is missing and how to supply it. `check-env` reports such an id as SKIP."""
+
+
+class MissingExtra(ImportError):
+    """An environment's optional extra (`pip install 'agentbench-af[extra]'`) is not installed here."""
 
 
 _REGISTRY: dict[str, EnvSpec] = {}
@@ -57,7 +74,9 @@ def register(env_id: str, entry_point: str, variant: Variant, description: str, 
 
 
 def _ensure_loaded() -> None:
+    """Register the suite's ids, then the installed plugins' (once; a failing plugin logs one line)."""
     importlib.import_module("agentbench_af.environments")
+    load_entry_points(ENVIRONMENTS_GROUP)
 
 
 def spec(env_id: str) -> EnvSpec:

@@ -18,6 +18,7 @@ from pathlib import Path
 import typer
 
 from agentbench_af.cli.app import app
+from agentbench_af.cli.train import IMPORT_HELP
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
@@ -41,6 +42,7 @@ def reproduce_command(
     list_presets: bool = typer.Option(False, "--list", help="List the presets and exit."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Say what would run, run nothing."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bars."),
+    imports: list[str] = typer.Option(None, "--import", metavar="MODULE", help=IMPORT_HELP),
 ) -> None:
     """Run a preset (warm starts, then every method from the same warm start) and write table and plots."""
     from agentbench_af.config import ConfigError
@@ -61,7 +63,8 @@ def reproduce_command(
         raise _fail(f"--backend must be local, ray or serial, got {backend!r}")
     cfg = ReproduceConfig(preset=preset, out_dir=out, work_dir=work_dir, backend=backend,  # type: ignore[arg-type]
                           workers=workers, model_dir=model_dir, envs=tuple(envs), models=tuple(models),
-                          methods=tuple(methods), seeds=tuple(seeds), overrides=tuple(overrides))
+                          methods=tuple(methods), seeds=tuple(seeds), overrides=tuple(overrides),
+                          imports=tuple(imports or ()))
     start = time.time()
     try:
         typer.echo(describe(cfg))

@@ -1,5 +1,6 @@
-"""`agentbench-af sweep SPEC.yaml [--backend local|ray|serial] [--workers N] [--address auto] [--gpus-per-run G] [--max-retries N] [--dry-run]`.
+"""`agentbench-af sweep SPEC.yaml [--backend local|ray|serial] [--workers N] [--address auto] [--gpus-per-run G] [--max-retries N] [--dry-run] [--import MODULE]`.
 
+`--import` adds plugin modules to the spec's `imports`: imported here, and by every worker before its run.
 Left out: editing a spec from the command line (write a second spec file).
 """
 
@@ -12,6 +13,7 @@ import typer
 from tabulate import tabulate
 
 from agentbench_af.cli.app import app
+from agentbench_af.cli.train import IMPORT_HELP
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
@@ -38,6 +40,7 @@ def sweep_command(
     max_retries: int = typer.Option(None, "--max-retries", min=0,
                                     help="Resubmissions of a run whose worker process died (default: the spec's, 2)."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bars."),
+    imports: list[str] = typer.Option(None, "--import", metavar="MODULE", help=IMPORT_HELP),
 ) -> None:
     """Run a grid of training runs; finished runs are skipped, killed ones resume."""
     from agentbench_af.config import ConfigError
@@ -49,7 +52,7 @@ def sweep_command(
     if (address is not None or gpus_per_run is not None) and backend != "ray":
         raise _fail("--address and --gpus-per-run are for --backend ray")
     try:
-        loaded = load_sweep_spec(spec)
+        loaded = load_sweep_spec(spec, imports or [])
         if gpus_per_run is not None:
             loaded = dataclasses.replace(loaded, gpus_per_run=gpus_per_run)
         if max_retries is not None:

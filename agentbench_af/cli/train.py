@@ -1,9 +1,11 @@
-"""Training commands: `train CONFIG.yaml [key=value ...] [--resume | --overwrite]` and `eval RUN_DIR`.
+"""Training commands: `train CONFIG.yaml [key=value ...] [--resume | --overwrite] [--import MODULE]` and `eval RUN_DIR`.
 
 `train` under `torchrun` (`torchrun --nproc-per-node N -m agentbench_af.cli train ...`) is one
 data-parallel run: every process runs the command, rank 0 writes the run folder and prints the summary.
 
-Left out: launching several runs (that is `sweep`) and remote logging (metrics stay in the run folder).
+`--import` (repeatable) imports a plugin module before the config is built, so `method` and `env.id`
+may name what it registers; it is saved in the run's config (`imports`). Left out: launching several
+runs (that is `sweep`); trackers other than `run.report_to`'s (metrics stay in the run folder).
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ import typer
 import yaml
 
 from agentbench_af.cli.app import app
-from agentbench_af.config import ConfigError, load_config
+from agentbench_af.config import ConfigError, read_config_mapping
+
+IMPORT_HELP = "Import this plugin module first (repeatable); it may register environments and credit methods."
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
@@ -30,15 +34,16 @@ def train_command(
     resume: bool = typer.Option(False, "--resume", help="Continue a killed run from its last checkpoint."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Empty the run folder first (its files are lost)."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bars."),
+    imports: list[str] = typer.Option(None, "--import", metavar="MODULE", help=IMPORT_HELP),
 ) -> None:
     """Train a policy (warm start + RL) and write a run directory with record.json."""
-    from agentbench_af.train.config import TrainConfig
+    from agentbench_af.train.config import train_config_from_dict
 
     if config is not None and "=" in str(config) and not Path(config).exists():
         overrides = [str(config), *(overrides or [])]
         config = None
     try:
-        cfg = load_config(TrainConfig, config, overrides or [])
+        cfg = train_config_from_dict(read_config_mapping(config, overrides or []), imports or [])
     except ConfigError as exc:
         raise _fail(str(exc)) from exc
     from agentbench_af.train.preflight import check_runnable
@@ -84,16 +89,18 @@ def eval_command(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Evaluate a run's final policy on its evaluation seeds."""
-    from agentbench_af.config import from_dict
     from agentbench_af.evaluate.evaluate import evaluate_policy
     from agentbench_af.models.policy import Policy
     from agentbench_af.rollout.engine import TransformersEngine
-    from agentbench_af.train.config import TrainConfig
+    from agentbench_af.train.config import train_config_from_dict
 
     cfg_path = run_dir / "config.yaml"
     if not cfg_path.exists():
         raise _fail(f"{run_dir} is not a run directory (no config.yaml)")
-    cfg = from_dict(TrainConfig, yaml.safe_load(cfg_path.read_text()))
+    try:
+        cfg = train_config_from_dict(yaml.safe_load(cfg_path.read_text()) or {})
+    except ConfigError as exc:
+        raise _fail(f"{cfg_path}: {exc}") from exc
     policy_dir = run_dir / "final_policy"
     if not policy_dir.exists():
         raise _fail(f"{run_dir} has no final_policy yet (is the run finished? try `train --resume`)")

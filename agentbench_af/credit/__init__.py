@@ -4,21 +4,24 @@
     out = compute_advantages(batch, cfg)        # AdvantageOutput: advantages (B, T), returns (B, T) | None
     weights = compute_token_weights(batch, cfg)  # (B, T), stop-gradient, 0 off the response mask
 
-Importing this package registers the built-ins (advantages.py, weights.py).
+Importing this package registers the built-ins (advantages.py, weights.py); installed plugins
+(entry-point group `agentbench_af.credit`) load at the first lookup of a name (registry.py).
 """
 
 from agentbench_af.credit import advantages as _advantages  # noqa: F401  (registers the estimators)
 from agentbench_af.credit import weights as _weights  # noqa: F401  (registers the weightings)
+from agentbench_af.credit.compute import compute_advantages, compute_token_weights, credit_needs
 from agentbench_af.credit.config import CreditConfig
 from agentbench_af.credit.energy import token_energy
 from agentbench_af.credit.registry import (
     ADVANTAGE_ESTIMATORS,
     TOKEN_WEIGHTINGS,
     AdvantageOutput,
-    compute_advantages,
-    compute_token_weights,
+    Needs,
+    estimator_for_method,
     get_advantage_estimator,
     get_token_weighting,
+    method_names,
     register_advantage,
     register_weighting,
 )
@@ -30,14 +33,18 @@ __all__ = [
     "TOKEN_WEIGHTINGS",
     "AdvantageOutput",
     "CreditConfig",
+    "Needs",
     "actfocus_weights",
     "action_mask",
     "compute_advantages",
     "compute_token_weights",
     "credit_roles",
     "credit_view",
+    "credit_needs",
+    "estimator_for_method",
     "get_advantage_estimator",
     "get_token_weighting",
+    "method_names",
     "register_advantage",
     "register_weighting",
     "token_energy",

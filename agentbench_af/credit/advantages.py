@@ -1,4 +1,7 @@
-"""Built-in advantage estimators: grpo, rloo, gae, gigpo-step. Each is `fn(batch, cfg) -> AdvantageOutput`.
+"""Built-in advantage estimators: gae, grpo, rloo, gigpo-step. Each is `fn(batch, cfg) -> AdvantageOutput`.
+
+Registered in the order the tables list their methods: ppo (gae, needs a critic), grpo, rloo (need
+groups of two or more rollouts), gigpo (gigpo-step, needs step groups and groups).
 
 - grpo: a trajectory's return, normalised within its group (`normalise_in_groups`: Bessel-corrected std,
   float64 statistics; groups of one and groups whose returns are all equal get exactly 0), broadcast to
@@ -32,29 +35,11 @@ from agentbench_af.credit.groups import (
     normalise_in_groups,
     trajectory_token_order,
 )
-from agentbench_af.credit.registry import AdvantageOutput, register_advantage
+from agentbench_af.credit.registry import AdvantageOutput, Needs, register_advantage
 from agentbench_af.rollout.batch import RolloutBatch
 
 
-@register_advantage("grpo")
-def grpo(batch: RolloutBatch, cfg: CreditConfig) -> AdvantageOutput:
-    per_traj = normalise_in_groups(batch.traj_return, batch.traj_group, cfg.grpo_norm_by_std)  # (N,)
-    return AdvantageOutput(broadcast_trajectory(batch, per_traj))
-
-
-@register_advantage("rloo")
-def rloo(batch: RolloutBatch, cfg: CreditConfig) -> AdvantageOutput:
-    group, n = compact_ids(batch.traj_group)
-    ret = batch.traj_return.double()  # (N,) float64: see normalise_in_groups
-    total = group_sum(ret, group, n)[group]  # (N,)
-    count = group_sum(torch.ones_like(ret), group, n)[group]  # (N,)
-    baseline = (total - ret) / (count - 1).clamp(min=1)  # (N,)
-    informative = (count > 1) & ~group_all_equal(ret, group, n)[group]  # (N,)
-    per_traj = torch.where(informative, ret - baseline, torch.zeros_like(ret))  # (N,)
-    return AdvantageOutput(broadcast_trajectory(batch, per_traj.float()))
-
-
-@register_advantage("gae")
+@register_advantage("gae", method="ppo", needs=Needs(critic=True))
 def gae(batch: RolloutBatch, cfg: CreditConfig) -> AdvantageOutput:
     if batch.values is None:
         raise ValueError(
@@ -88,6 +73,24 @@ def gae(batch: RolloutBatch, cfg: CreditConfig) -> AdvantageOutput:
     return AdvantageOutput(advantages, returns)
 
 
+@register_advantage("grpo", needs=Needs(groups=True))
+def grpo(batch: RolloutBatch, cfg: CreditConfig) -> AdvantageOutput:
+    per_traj = normalise_in_groups(batch.traj_return, batch.traj_group, cfg.grpo_norm_by_std)  # (N,)
+    return AdvantageOutput(broadcast_trajectory(batch, per_traj))
+
+
+@register_advantage("rloo", needs=Needs(groups=True))
+def rloo(batch: RolloutBatch, cfg: CreditConfig) -> AdvantageOutput:
+    group, n = compact_ids(batch.traj_group)
+    ret = batch.traj_return.double()  # (N,) float64: see normalise_in_groups
+    total = group_sum(ret, group, n)[group]  # (N,)
+    count = group_sum(torch.ones_like(ret), group, n)[group]  # (N,)
+    baseline = (total - ret) / (count - 1).clamp(min=1)  # (N,)
+    informative = (count > 1) & ~group_all_equal(ret, group, n)[group]  # (N,)
+    per_traj = torch.where(informative, ret - baseline, torch.zeros_like(ret))  # (N,)
+    return AdvantageOutput(broadcast_trajectory(batch, per_traj.float()))
+
+
 def whiten(x: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
     """(M,) -> (M,): (x - mean) / sqrt(var + eps), var Bessel-corrected; one element gives 0."""
     if x.numel() < 2:
@@ -107,7 +110,7 @@ def turn_rewards(batch: RolloutBatch, max_turns: int) -> torch.Tensor:
     return group_sum(batch.token_rewards[row, col].float(), flat, n).view(batch.num_trajectories, max_turns)
 
 
-@register_advantage("gigpo-step")
+@register_advantage("gigpo-step", method="gigpo", needs=Needs(step_groups=True, groups=True))
 def gigpo_step(batch: RolloutBatch, cfg: CreditConfig) -> AdvantageOutput:
     if batch.turn_obs_key is None:
         raise ValueError(

@@ -1,7 +1,8 @@
 """`CreditConfig`: the knobs of credit assignment (advantage estimator x token weighting), one frozen dataclass.
 
-Field meanings (ACTFOCUS.md is the reference for the weighting knobs):
-- estimator: a name in `ADVANTAGE_ESTIMATORS` (built in: grpo, rloo, gae, gigpo-step).
+Field meanings (docs/method.md is the reference for the weighting knobs):
+- estimator: a name in `ADVANTAGE_ESTIMATORS` (built in: grpo, rloo, gae, gigpo-step). In a run,
+  `method` sets it (and `weighting`); a different value set alongside is an error.
 - gamma: discount, per generated token for gae, per turn for gigpo-step's step returns.
 - gae_lambda: GAE lambda. Default 1.0: advantages are Monte-Carlo returns minus the critic's values
   (unbiased, higher variance), the usual setting for LLM PPO (verl and OpenRLHF default to 1.0);
@@ -35,6 +36,8 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
+from agentbench_af.credit.registry import estimator_spec, weighting_spec
+
 
 def _check(ok: bool, message: str) -> None:
     if not ok:
@@ -61,11 +64,8 @@ class CreditConfig:
     gigpo_step_weight: float = 1.0
 
     def __post_init__(self) -> None:
-        # lazy import: the registries import this module; importing the package registers the built-ins
-        from agentbench_af.credit.registry import get_advantage_estimator, get_token_weighting
-
-        get_advantage_estimator(self.estimator)
-        get_token_weighting(self.weighting)
+        estimator_spec(self.estimator)  # the registry knows nothing of this class: no import cycle
+        weighting_spec(self.weighting)
         for name in (
             "gamma",
             "gae_lambda",

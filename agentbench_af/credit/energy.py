@@ -1,4 +1,4 @@
-"""Token energy (ACTFOCUS.md): e_t = -log p(y_t | s_t) under a scoring model, or the policy entropy at t.
+"""Token energy (docs/method.md): e_t = -log p(y_t | s_t) under a scoring model, or the policy entropy at t.
 
 `old`: the rollout policy's log-probs (free); `ref`: the reference model's (needs batch.ref_logprobs);
 `entropy`: the rollout policy's entropy at the position. Zero outside the response mask.

@@ -1,29 +1,34 @@
-"""Name -> function registries for advantage estimators and token weightings; the dispatchers are lookups.
+"""Name -> method registries for advantage estimators and token weightings, with what each one needs.
 
-A new method is one decorated function:
+A new method is one decorated function (in this package, in an installed plugin's `agentbench_af.credit`
+entry point, or in a module given to `--import`):
 
-    @register_advantage("my-estimator")
+    @register_advantage("my-estimator", method="mine", needs=Needs(critic=True))
     def my_estimator(batch: RolloutBatch, cfg: CreditConfig) -> AdvantageOutput: ...
 
     @register_weighting("my-weights")
     def my_weights(batch: RolloutBatch, cfg: CreditConfig) -> torch.Tensor: ...  # (B, T)
 
-Left out: per-method config classes (every knob lives in `CreditConfig`) and plugin discovery through
-entry points (importing the module that holds the function registers it).
+An estimator's `method` is the name it takes in a run's `method` (`ppo` for `gae`; default: its own
+name). `needs` says what the harness must build or check: a critic (`batch.values`), a reference model
+(`batch.ref_logprobs`), step groups (`batch.turn_obs_key`), groups of two or more rollouts per prompt;
+it is a `Needs` or a function of the credit
+config returning one (a weighting whose need depends on a knob). The first lookup of a name loads the
+installed plugins (`agentbench_af.plugins`). This module knows nothing of `CreditConfig` (the config
+validates names against it); the dispatchers live in `credit.compute`.
+Left out: per-method config classes (every knob lives in `CreditConfig`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 import torch
 
+from agentbench_af.plugins import CREDIT_GROUP, failed_hint, load_entry_points
 from agentbench_af.rollout.batch import RolloutBatch
-
-if TYPE_CHECKING:
-    from agentbench_af.credit.config import CreditConfig
 
 
 @dataclass(frozen=True)
@@ -32,71 +37,121 @@ class AdvantageOutput:
     returns: torch.Tensor | None = None  # (B, T): value targets (estimators with a critic), else None
 
 
-AdvantageFn = Callable[[RolloutBatch, "CreditConfig"], AdvantageOutput]
-WeightFn = Callable[[RolloutBatch, "CreditConfig"], torch.Tensor]
+@dataclass(frozen=True)
+class Needs:
+    """What a credit method reads beyond the rollouts; the training loop builds exactly this."""
 
-ADVANTAGE_ESTIMATORS: dict[str, AdvantageFn] = {}
-TOKEN_WEIGHTINGS: dict[str, WeightFn] = {}
+    critic: bool = False  # batch.values from a value head (and returns to train it on)
+    reference: bool = False  # batch.ref_logprobs from a frozen copy of the warm-start policy
+    step_groups: bool = False  # batch.turn_obs_key: one observation key per (trajectory, turn)
+    groups: bool = False  # compares the rollouts of one prompt: rollout.group_size >= 2 (else advantage 0)
+
+    def __or__(self, other: Needs) -> Needs:
+        return Needs(self.critic or other.critic, self.reference or other.reference,
+                     self.step_groups or other.step_groups, self.groups or other.groups)
 
 
-def _register(table: dict, kind: str, name: str) -> Callable:
-    def decorator(fn: Callable) -> Callable:
-        if name in table and table[name] is not fn:
-            raise ValueError(f"{kind} {name!r} is already registered")
-        table[name] = fn
+AdvantageFn = Callable[[RolloutBatch, Any], AdvantageOutput]  # (batch, CreditConfig)
+WeightFn = Callable[[RolloutBatch, Any], torch.Tensor]  # (batch, CreditConfig) -> (B, T)
+NeedsSpec = Needs | Callable[[Any], Needs]  # a Needs, or CreditConfig -> Needs
+
+
+@dataclass(frozen=True)
+class EstimatorSpec:
+    name: str
+    fn: AdvantageFn
+    method: str  # its name in a run's `method` (base before the `+`)
+    needs: NeedsSpec = Needs()
+
+
+@dataclass(frozen=True)
+class WeightingSpec:
+    name: str
+    fn: WeightFn
+    needs: NeedsSpec = Needs()
+
+
+ADVANTAGE_ESTIMATORS: dict[str, EstimatorSpec] = {}
+TOKEN_WEIGHTINGS: dict[str, WeightingSpec] = {}
+
+
+def _check_name(name: str, kind: str) -> None:
+    if not isinstance(name, str) or not name or "+" in name or name != name.strip().lower():
+        raise ValueError(f"{kind} name {name!r} must be non-empty lower-case text without '+'")
+
+
+def register_advantage(name: str, method: str | None = None,
+                       needs: NeedsSpec = Needs()) -> Callable[[AdvantageFn], AdvantageFn]:
+    """Register an estimator; `method` (default `name`) is its name in a run's `method`."""
+    method = method or name
+    _check_name(name, "advantage estimator")
+    _check_name(method, "method")
+
+    def decorator(fn: AdvantageFn) -> AdvantageFn:
+        old = ADVANTAGE_ESTIMATORS.get(name)
+        if old is not None and old.fn is not fn:
+            raise ValueError(f"advantage estimator {name!r} is already registered")
+        taken = [s.name for s in ADVANTAGE_ESTIMATORS.values() if s.method == method and s.name != name]
+        if taken:
+            raise ValueError(f"method {method!r} already names advantage estimator {taken[0]!r}")
+        ADVANTAGE_ESTIMATORS[name] = EstimatorSpec(name, fn, method, needs)
         return fn
 
     return decorator
 
 
-def register_advantage(name: str) -> Callable[[AdvantageFn], AdvantageFn]:
-    return _register(ADVANTAGE_ESTIMATORS, "advantage estimator", name)
+def register_weighting(name: str, needs: NeedsSpec = Needs()) -> Callable[[WeightFn], WeightFn]:
+    """Register a token weighting under `name` (the part after `+` in a run's `method`)."""
+    _check_name(name, "token weighting")
+
+    def decorator(fn: WeightFn) -> WeightFn:
+        old = TOKEN_WEIGHTINGS.get(name)
+        if old is not None and old.fn is not fn:
+            raise ValueError(f"token weighting {name!r} is already registered")
+        TOKEN_WEIGHTINGS[name] = WeightingSpec(name, fn, needs)
+        return fn
+
+    return decorator
 
 
-def register_weighting(name: str) -> Callable[[WeightFn], WeightFn]:
-    return _register(TOKEN_WEIGHTINGS, "token weighting", name)
+def _lookup(table: dict, kind: str, name: str):
+    if name not in table:
+        load_entry_points(CREDIT_GROUP)
+    if name not in table:
+        raise ValueError(f"unknown {kind} {name!r}; registered: {', '.join(sorted(table))}{failed_hint()}")
+    return table[name]
+
+
+def estimator_spec(name: str) -> EstimatorSpec:
+    return _lookup(ADVANTAGE_ESTIMATORS, "advantage estimator", name)
+
+
+def weighting_spec(name: str) -> WeightingSpec:
+    return _lookup(TOKEN_WEIGHTINGS, "token weighting", name)
 
 
 def get_advantage_estimator(name: str) -> AdvantageFn:
-    if name not in ADVANTAGE_ESTIMATORS:
-        raise ValueError(
-            f"unknown advantage estimator {name!r}; registered: {', '.join(sorted(ADVANTAGE_ESTIMATORS))}"
-        )
-    return ADVANTAGE_ESTIMATORS[name]
+    return estimator_spec(name).fn
 
 
 def get_token_weighting(name: str) -> WeightFn:
-    if name not in TOKEN_WEIGHTINGS:
-        raise ValueError(
-            f"unknown token weighting {name!r}; registered: {', '.join(sorted(TOKEN_WEIGHTINGS))}"
-        )
-    return TOKEN_WEIGHTINGS[name]
+    return weighting_spec(name).fn
 
 
-def compute_advantages(batch: RolloutBatch, cfg: CreditConfig) -> AdvantageOutput:
-    """Run `cfg.estimator`; the result is zeroed outside the response mask."""
-    out = get_advantage_estimator(cfg.estimator)(batch, cfg)
-    shape = tuple(batch.response_mask.shape)
-    if tuple(out.advantages.shape) != shape:
-        raise ValueError(
-            f"estimator {cfg.estimator!r} returned shape {tuple(out.advantages.shape)}, expected {shape}"
-        )
-    mask = batch.response_mask
-    advantages = torch.where(mask, out.advantages, torch.zeros_like(out.advantages)).detach()  # (B, T)
-    returns = (
-        None
-        if out.returns is None
-        else torch.where(mask, out.returns, torch.zeros_like(out.returns)).detach()
-    )
-    return AdvantageOutput(advantages, returns)
+def method_names() -> list[str]:
+    """The estimators' method names in registration order (built-ins first, then plugins)."""
+    load_entry_points(CREDIT_GROUP)
+    return [s.method for s in ADVANTAGE_ESTIMATORS.values()]
 
 
-def compute_token_weights(batch: RolloutBatch, cfg: CreditConfig) -> torch.Tensor:
-    """Run `cfg.weighting`; (B, T) stop-gradient weights, zero outside the response mask."""
-    weights = get_token_weighting(cfg.weighting)(batch, cfg)  # (B, T)
-    shape = tuple(batch.response_mask.shape)
-    if tuple(weights.shape) != shape:
-        raise ValueError(
-            f"weighting {cfg.weighting!r} returned shape {tuple(weights.shape)}, expected {shape}"
-        )
-    return torch.where(batch.response_mask, weights, torch.zeros_like(weights)).detach()
+def estimator_for_method(base: str) -> str:
+    """The estimator a method base names (`ppo` -> `gae`); ValueError listing the method names."""
+    load_entry_points(CREDIT_GROUP)
+    for spec in ADVANTAGE_ESTIMATORS.values():
+        if spec.method == base:
+            return spec.name
+    raise ValueError(f"base must be one of {sorted(method_names())}{failed_hint()}")
+
+
+def resolve_needs(needs: NeedsSpec, cfg: Any) -> Needs:
+    return needs(cfg) if callable(needs) else needs

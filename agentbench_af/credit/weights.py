@@ -1,4 +1,4 @@
-"""Built-in token weightings (ACTFOCUS.md): `fn(batch, cfg) -> (B, T)`, stop-gradient, 0 off the response mask.
+"""Built-in token weightings (docs/method.md): `fn(batch, cfg) -> (B, T)`, stop-gradient, 0 off the response mask.
 
 ActFocus family (one formula, `actfocus_weights`):
     w_t = alpha                                                      reasoning / format tokens
@@ -24,7 +24,7 @@ import torch
 from agentbench_af.credit.config import CreditConfig
 from agentbench_af.credit.energy import token_energy
 from agentbench_af.credit.groups import compact_ids, group_sum, grouped_softmax
-from agentbench_af.credit.registry import register_weighting
+from agentbench_af.credit.registry import Needs, register_weighting
 from agentbench_af.credit.roles import credit_roles
 from agentbench_af.formats.roles import Role
 from agentbench_af.rollout.batch import RolloutBatch
@@ -74,12 +74,17 @@ def actfocus_weights(batch: RolloutBatch, cfg: CreditConfig, alpha: float, lam: 
     return weights.detach()
 
 
+def energy_needs(cfg: CreditConfig) -> Needs:
+    """ActFocus reads a reference model when its energy term is on and its source is `ref`."""
+    return Needs(reference=cfg.energy_source == "ref" and cfg.energy_lambda != 0.0)
+
+
 @register_weighting("uniform")
 def uniform(batch: RolloutBatch, cfg: CreditConfig) -> torch.Tensor:
     return batch.response_mask.float()  # (B, T)
 
 
-@register_weighting("actfocus")
+@register_weighting("actfocus", needs=energy_needs)
 def actfocus(batch: RolloutBatch, cfg: CreditConfig) -> torch.Tensor:
     return actfocus_weights(batch, cfg, cfg.alpha, cfg.energy_lambda)
 

@@ -2,7 +2,7 @@
 
 `token_roles(token_ids, tokenizer, prompt_prefix="") -> list[Role]` labels each
 generated id (one turn's response, end-of-turn id included) as reasoning, action or format
-(ACTFOCUS.md, "Token roles"):
+(docs/method.md, "Token roles"):
 
 1. Incremental detokenisation (`token_pieces`), in three tiers, each checked to concatenate to the
    full decode: (a) each id decoded after one fixed context id (memoised), with runs of ids that end
@@ -39,7 +39,7 @@ from agentbench_af.api.parse import Span, find_spans
 
 
 class Role(IntEnum):
-    """Token roles (ACTFOCUS.md). Stored as int8 in `RolloutBatch.roles`."""
+    """Token roles (docs/method.md). Stored as int8 in `RolloutBatch.roles`."""
 
     PROMPT = 0
     REASONING = 1

@@ -235,7 +235,7 @@ def to_markdown(table: BottleneckTable) -> str:
              f"Cells: mean ± standard error (number of runs). `{WARM}`: the first RL step's batch, sampled from the "
              "warm-start policy before any update (one measurement per seed and warm start, over methods); method "
              "columns: one batch sampled with the training recipe after the last update. A ratio above 1: action "
-             "tokens carry more of the reward-relevant energy signal than their share of tokens (ACTFOCUS.md)."]
+             "tokens carry more of the reward-relevant energy signal than their share of tokens (docs/method.md)."]
     for source, part in table.grid.groupby("source", sort=False):
         parts += ["", f"## Energy `{source}`", ""]
         shown = part.drop(columns="source").set_index(["env", "model"])

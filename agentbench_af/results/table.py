@@ -17,16 +17,19 @@ from pathlib import Path
 
 import pandas as pd
 
+from agentbench_af.credit import method_names
 from agentbench_af.io import atomic_write_text
 
-METHOD_ORDER = ["ppo", "grpo", "rloo", "gigpo"]
 PROTOCOL_FIELDS = ["eval_episodes", "eval_temperature", "sft_steps", "rl_steps", "prompts_per_step", "group_size",
                    "max_turns", "context_mode", "catalogue"]
 
 
-def method_sort_key(method: str) -> tuple[int, str]:
+def method_sort_key(method: str) -> tuple[int, str, str]:
+    """Rows follow the credit registry's estimator order (built-ins, then plugins), then the weighting;
+    a base no loaded module registers (a record from an absent plugin) comes last, by name."""
+    order = method_names()
     base, _, weighting = method.partition("+")
-    return (METHOD_ORDER.index(base) if base in METHOD_ORDER else len(METHOD_ORDER), weighting)
+    return (order.index(base) if base in order else len(order), base if base not in order else "", weighting)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ With `cache_keys` (one hashable per prompt, e.g. a trajectory id), `Transformers
 prompt's keys/values after generating and, on a later call with the same key, runs only the ids past
 the stored prefix (`rollout.prefix_cache`); engines may ignore the keys. Identical prompts of one call
 (the G rollouts of a prompt) are prefilled once.
-Left out: top-k sampling (FINDINGS: it silently changes the behaviour policy); with top_p < 1 the
+Left out: top-k sampling (it silently changes the behaviour policy); with top_p < 1 the
 recorded log-probs are those of the temperature-scaled distribution before the nucleus cut.
 """
 

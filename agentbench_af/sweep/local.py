@@ -1,6 +1,6 @@
 """Local backends: a spawn-context process pool sized to the machine, and an in-process serial loop.
 
-Each pool worker pins torch to `threads` threads (FINDINGS: oversubscribed OpenMP on 2 cores is
+Each pool worker pins torch to `threads` threads (measured: oversubscribed OpenMP on 2 cores is
 catastrophically slow), so the pool has `cores // threads` workers. One pool serves warm starts and
 runs, so workers import torch once. `run(tasks, then=...)` submits the follow-up tasks `then(result)`
 returns as soon as a result arrives (a run once its warm start is ready), behind the tasks already

@@ -46,6 +46,7 @@ class ReproduceConfig:
     methods: tuple[str, ...] = ()
     seeds: tuple[int, ...] = ()
     overrides: tuple[str, ...] = ()  # key=value, applied after everything the preset sets
+    imports: tuple[str, ...] = ()  # plugin modules (`--import`), added to the preset's own
 
     @property
     def name(self) -> str:
@@ -125,7 +126,7 @@ def _subset(axis: str, chosen: tuple, preset: tuple, name: str) -> tuple:
 def prepare_spec(cfg: ReproduceConfig) -> SweepSpec:
     """The preset's spec cut to the chosen grid values, with the overrides, its work folder and, for hub
     models, their local paths filled in."""
-    spec = load_sweep_spec(preset_path(cfg.preset))
+    spec = load_sweep_spec(preset_path(cfg.preset), cfg.imports)
     g = spec.grid
     grid = GridSpec(envs=_subset("envs", cfg.envs, g.envs, cfg.name),
                     models=_subset("models", cfg.models, g.models, cfg.name),

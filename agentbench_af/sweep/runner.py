@@ -22,11 +22,11 @@ from typing import Literal
 import yaml
 from tqdm.auto import tqdm
 
-from agentbench_af.config import ConfigError, config_hash, from_dict, to_dict
+from agentbench_af.config import ConfigError, config_hash, to_dict
 from agentbench_af.io import atomic_write_text
 from agentbench_af.sweep.spec import SweepSpec, expand, load_sweep_spec, warm_start_key
 from agentbench_af.sweep.tasks import Task, TaskResult, write_failure
-from agentbench_af.train.config import TrainConfig
+from agentbench_af.train.config import TrainConfig, train_config_from_dict
 
 Backend = Literal["local", "ray", "serial"]
 
@@ -80,7 +80,7 @@ class RunOutcome:
 
 def _stored_hash(path: Path) -> str | None:
     try:
-        return config_hash(from_dict(TrainConfig, yaml.safe_load(path.read_text()) or {}))
+        return config_hash(train_config_from_dict(yaml.safe_load(path.read_text()) or {}))
     except (OSError, yaml.YAMLError, ConfigError):
         return None
 

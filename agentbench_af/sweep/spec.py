@@ -9,6 +9,7 @@ A spec is YAML read into frozen dataclasses (unknown keys are one-line errors):
     out_dir: sweeps/frozenlake          # runs go to out_dir/runs/<env>-<method>-<model>-s<seed>
     warm_start: shared                  # per-run (default) | shared: one SFT per (env, model, seed)
     max_retries: 2                      # resubmissions of a task whose worker process died
+    imports: [my_plugin.methods]        # plugin modules: imported here and in every worker before a run
 
 Override order: base, grid values, `overrides`, `per_env`; then the sweep sets run.name, run.out_dir,
 run.threads (= threads_per_run) and, for shared warm starts, run.init_from. An empty grid axis keeps
@@ -27,7 +28,7 @@ from typing import Any, Literal
 import yaml
 
 from agentbench_af.config import ConfigError, apply_overrides, from_dict, to_dict
-from agentbench_af.train.config import TrainConfig
+from agentbench_af.train.config import TrainConfig, train_config_from_dict
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,7 @@ class SweepSpec:
     threads_per_run: int = 1  # torch threads per run; workers = cores // threads_per_run
     gpus_per_run: float = 0.0  # Ray only: GPUs reserved per run
     max_retries: int = 2  # resubmissions of a task whose worker process died (local pool; Ray's max_retries)
+    imports: tuple[str, ...] = ()  # plugin modules; every run's config carries them (its `imports`)
 
     def __post_init__(self) -> None:
         if self.threads_per_run < 1:
@@ -72,8 +74,9 @@ class SweepSpec:
             raise ConfigError(f"per_env: {unused} not in grid.envs {list(self.grid.envs)}")
 
 
-def load_sweep_spec(path: str | Path) -> SweepSpec:
-    """Read a spec YAML; a relative `base` path is resolved against the spec's folder."""
+def load_sweep_spec(path: str | Path, imports: tuple[str, ...] | list[str] = ()) -> SweepSpec:
+    """Read a spec YAML; a relative `base` path is resolved against the spec's folder; `imports` (from
+    `--import`) are added to the spec's own."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"sweep spec not found: {path}")
@@ -86,6 +89,9 @@ def load_sweep_spec(path: str | Path) -> SweepSpec:
     base = data.get("base")
     if isinstance(base, str) and not Path(base).is_absolute() and (path.parent / base).is_file():
         data = {**data, "base": str((path.parent / base).resolve())}
+    if imports:
+        listed = data.get("imports") or []
+        data = {**data, "imports": list(dict.fromkeys([*(listed if isinstance(listed, list) else []), *imports]))}
     return from_dict(SweepSpec, data)
 
 
@@ -131,7 +137,7 @@ def expand(spec: SweepSpec) -> list[TrainConfig]:
     ws_dir = Path(spec.out_dir).resolve() / "warm_starts"
     if spec.warm_start == "shared" and (base.get("run") or {}).get("init_from"):
         raise ConfigError("warm_start: shared conflicts with run.init_from in the base config")
-    probe = from_dict(TrainConfig, base)
+    probe = train_config_from_dict(base, spec.imports)  # imports the plugins in this process
     envs = spec.grid.envs or (probe.env.id,)
     models = spec.grid.models or (None,)
     methods = spec.grid.methods or (probe.method,)
@@ -144,7 +150,7 @@ def expand(spec: SweepSpec) -> list[TrainConfig]:
                     grid = [f"env.id={env_id}", f"method={method}", f"run.seed={seed}"]
                     grid += _model_override(model) if model else []
                     data = apply_overrides(base, grid + list(spec.overrides) + list(spec.per_env.get(env_id, [])))
-                    cfg = from_dict(TrainConfig, data)
+                    cfg = train_config_from_dict(data, spec.imports)
                     run = {"out_dir": str(runs_dir), "name": cfg.run.name or cfg.run_label, "threads": spec.threads_per_run}
                     if spec.warm_start == "shared":
                         run["init_from"] = str(ws_dir / warm_start_key(cfg))

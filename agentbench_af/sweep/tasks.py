@@ -85,6 +85,9 @@ def execute(task: Task) -> TaskResult:
     start = time.time()
     set_threads(task.threads)
     try:
+        from agentbench_af.plugins import import_modules
+
+        import_modules(task.cfg.imports)  # a fresh worker (spawned process, Ray) has not imported them yet
         if task.kind == "warm_start":
             device, _ = loop.resolve_device(task.cfg)
             loop.prepare_warm_start(task.cfg, Path(task.path), device, show_progress=False)

@@ -1,9 +1,14 @@
 """`TrainConfig`: one frozen dataclass tree per run, loaded from YAML with `key.sub=value` overrides.
 
-A method is `estimator x weighting` written as `base[+weighting]`: `ppo` (GAE with a value head),
-`grpo`, `rloo`, `gigpo` (step-level groups), each optionally `+actfocus`, `+actfocus-reasoning-only`,
-`+action-only`, `+top-entropy` (or `+uniform`, the default). `method` decides `credit.estimator` and
-`credit.weighting`; set the other `credit.*` knobs directly. Saved beside every result.
+A method is `estimator x weighting` written as `base[+weighting]`: `base` is an estimator's method name
+(built in: `ppo` = GAE with a value head, `grpo`, `rloo`, `gigpo` = step-level groups) and `weighting`
+a registered token weighting (built in: `actfocus`, `actfocus-reasoning-only`, `action-only`,
+`top-entropy`, or `uniform`, the default), both read from the credit registry. `method` is the only
+place they are chosen: it fills `credit.estimator` and `credit.weighting`, and a different value given
+for either is an error; set the other `credit.*` knobs directly. What the pair needs (a critic, a
+reference model) comes from their registrations. `imports` names modules to import before the config
+is built (plugins that register methods or environments; `train_config_from_dict` imports them).
+Saved beside every result.
 """
 
 from __future__ import annotations
@@ -13,13 +18,13 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from agentbench_af.config import ConfigError, from_dict
 from agentbench_af.credit.config import CreditConfig
+from agentbench_af.plugins import PluginError, import_modules
 from agentbench_af.rollout.types import RolloutConfig
 from agentbench_af.train.loss import LossConfig
 
-BASE_ESTIMATORS = {"ppo": "gae", "grpo": "grpo", "rloo": "rloo", "gigpo": "gigpo-step"}
-#: estimators whose baseline is the other rollouts of the same prompt: a group of one has advantage 0
-GROUP_ESTIMATORS = ("grpo", "rloo", "gigpo-step")
+REPORTERS = ("tensorboard", "wandb")
 
 
 def _check_counts(cfg: Any, section: str, positive: tuple[str, ...] = (), **minimums: int) -> None:
@@ -37,16 +42,31 @@ def _check_counts(cfg: Any, section: str, positive: tuple[str, ...] = (), **mini
 
 
 def parse_method(method: str) -> tuple[str, str]:
-    """`"grpo+actfocus"` -> `("grpo", "actfocus")`; raises ValueError listing the valid parts."""
-    from agentbench_af.credit import TOKEN_WEIGHTINGS
+    """`"grpo+actfocus"` -> `("grpo", "actfocus")`, `"ppo"` -> `("gae", "uniform")`, from the credit
+    registry; raises ValueError listing the valid parts."""
+    from agentbench_af.credit import TOKEN_WEIGHTINGS, estimator_for_method, get_token_weighting
 
     base, _, weighting = method.strip().lower().partition("+")
     weighting = weighting or "uniform"
-    if base not in BASE_ESTIMATORS:
-        raise ValueError(f"method {method!r}: base must be one of {sorted(BASE_ESTIMATORS)}")
-    if weighting not in TOKEN_WEIGHTINGS:
-        raise ValueError(f"method {method!r}: weighting must be one of {sorted(TOKEN_WEIGHTINGS)}")
-    return BASE_ESTIMATORS[base], weighting
+    try:
+        estimator = estimator_for_method(base)
+    except ValueError as exc:
+        raise ValueError(f"method {method!r}: {exc}") from None
+    try:
+        get_token_weighting(weighting)
+    except ValueError:
+        raise ValueError(f"method {method!r}: weighting must be one of {sorted(TOKEN_WEIGHTINGS)}") from None
+    return estimator, weighting
+
+
+def method_conflict(method: str, credit: dict[str, Any]) -> str | None:
+    """One line when a `credit` mapping sets `estimator`/`weighting` to something `method` does not."""
+    chosen = dict(zip(("estimator", "weighting"), parse_method(method), strict=True))
+    for key, value in chosen.items():
+        if key in credit and credit[key] != value:
+            return (f"credit.{key} is {credit[key]!r} but method {method!r} sets it to {value!r}: `method` is the "
+                    f"single source of estimator and weighting (drop credit.{key}, or change method)")
+    return None
 
 
 @dataclass(frozen=True)
@@ -129,12 +149,18 @@ class RunConfig:
     rollout_sample_groups: int = 8  # groups per saved sample
     threads: int = 0  # torch threads; 0: all cores
     device: str = "auto"  # auto: cuda when available
+    # experiment trackers that also get each step's metrics (results/trackers.py); metrics.jsonl stays the
+    # source of the records. wandb runs offline (no network): `wandb sync` uploads later.
+    report_to: tuple[str, ...] = ()
     # data parallelism under torchrun (WORLD_SIZE > 1; ignored for one process): ddp replicates the model
     # on every rank, fsdp2 shards parameters, gradients and optimizer state (torch fully_shard)
     parallel: Literal["ddp", "fsdp2"] = "ddp"
 
     def __post_init__(self) -> None:
         _check_counts(self, "run", checkpoint_every=1, save_rollouts_every=0, rollout_sample_groups=1, threads=0)
+        unknown = sorted(set(self.report_to) - set(REPORTERS))
+        if unknown:
+            raise ValueError(f"run.report_to: unknown tracker(s) {unknown}; choose from {list(REPORTERS)}")
         if self.parallel not in ("ddp", "fsdp2"):
             raise ValueError(f"run.parallel must be ddp or fsdp2, got {self.parallel!r}")
 
@@ -169,9 +195,18 @@ class TrainConfig:
     eval: EvalConfig = field(default_factory=EvalConfig)
     run: RunConfig = field(default_factory=RunConfig)
     diagnostic: DiagnosticConfig = field(default_factory=DiagnosticConfig)
+    imports: tuple[str, ...] = ()  # plugin modules imported before the config is built (and in sweep workers)
 
     def __post_init__(self) -> None:
+        from agentbench_af.credit import credit_needs
+
         estimator, weighting = parse_method(self.method)
+        defaults = CreditConfig()
+        given = {k: getattr(self.credit, k) for k in ("estimator", "weighting")
+                 if getattr(self.credit, k) != getattr(defaults, k)}  # a default may be a value left unset
+        problem = method_conflict(self.method, given)
+        if problem:
+            raise ValueError(problem)
         if (self.credit.estimator, self.credit.weighting) != (estimator, weighting):
             object.__setattr__(
                 self, "credit", dataclasses.replace(self.credit, estimator=estimator, weighting=weighting)
@@ -179,7 +214,7 @@ class TrainConfig:
         if not self.rollout.temperature > 0:
             raise ValueError(f"rollout.temperature must be > 0 for RL rollouts (their log-probs train the policy), "
                              f"got {self.rollout.temperature!r}")
-        if self.credit.estimator in GROUP_ESTIMATORS and self.rollout.group_size < 2:
+        if credit_needs(self.credit).groups and self.rollout.group_size < 2:
             raise ValueError(f"method {self.method}: rollout.group_size must be >= 2 for {self.credit.estimator} "
                              f"(it compares rollouts of one prompt; a group of 1 has advantage 0), got {self.rollout.group_size}")
         samples = self.rl.prompts_per_step * self.rollout.group_size
@@ -189,7 +224,17 @@ class TrainConfig:
 
     @property
     def needs_value_head(self) -> bool:
-        return self.credit.estimator == "gae"
+        """Whether the estimator declared it needs a critic (`Needs.critic`)."""
+        from agentbench_af.credit import credit_needs
+
+        return credit_needs(self.credit).critic
+
+    @property
+    def needs_reference_model(self) -> bool:
+        """A frozen copy of the warm start: for the KL penalty, or a credit method that declared it."""
+        from agentbench_af.credit import credit_needs
+
+        return self.loss.kl_coef > 0 or credit_needs(self.credit).reference
 
     @property
     def run_label(self) -> str:
@@ -203,3 +248,27 @@ class TrainConfig:
         from agentbench_af.config import config_hash
 
         return self.run.name or f"{self.run_label}-{config_hash(self)[:6]}"
+
+def train_config_from_dict(data: dict[str, Any], imports: tuple[str, ...] | list[str] = ()) -> TrainConfig:
+    """Import the plugins (`imports` given here, then the mapping's `imports:`), then build the config.
+
+    A `credit.estimator` / `credit.weighting` written in the mapping that differs from what `method`
+    sets is a ConfigError, even when it is the default (which `TrainConfig` alone cannot tell apart).
+    """
+    listed = data.get("imports") or []
+    if not isinstance(listed, (list, tuple)):
+        raise ConfigError(f"imports: expected a list of module names, got {listed!r}")
+    names = tuple(dict.fromkeys([*imports, *listed]))
+    try:
+        import_modules(names)
+    except PluginError as exc:
+        raise ConfigError(str(exc)) from exc
+    credit = data.get("credit")
+    if isinstance(credit, dict) and isinstance(data.get("method", "grpo"), str):
+        try:
+            problem = method_conflict(data.get("method", "grpo"), credit)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from exc
+        if problem:
+            raise ConfigError(problem)
+    return from_dict(TrainConfig, {**data, "imports": list(names)} if names else data)

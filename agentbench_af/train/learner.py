@@ -55,8 +55,7 @@ def build_learner(cfg: TrainConfig, warm_dir: Path, device: torch.device, ranks:
     separate = cfg.needs_value_head and cfg.rl.critic == "separate"
     value_head = policy.ensure_value_head() if cfg.needs_value_head and not separate else None
     critic = SeparateCritic(policy.lm) if separate else None  # copied from the warm start, before any update
-    needs_ref = cfg.loss.kl_coef > 0 or cfg.credit.energy_source == "ref"
-    ref_lm = copy.deepcopy(policy.lm).eval().requires_grad_(False) if needs_ref else None
+    ref_lm = copy.deepcopy(policy.lm).eval().requires_grad_(False) if cfg.needs_reference_model else None
     parallel = DataParallel(ranks, cfg.run.parallel, device)
     trained = parallel.wrap(TrainModules(policy.lm, value_head, critic))
     groups = [{"params": list(trained.lm.parameters()), "lr": cfg.rl.lr}]

@@ -5,7 +5,8 @@ for the run's life; the kernel drops it when the process dies, even by SIGKILL),
 on the same folder stops with a one-line `RunFolderBusy` naming the holder's pid. It then refuses a
 folder started with another config (a different `config_hash` or seed in its `config.yaml`), a finished
 run without `resume`, and a checkpoint without `resume`; `overwrite` empties the folder instead. Then
-it writes `config.yaml`. Inside, it writes metrics rows, checkpoints, rollout samples, the final policy
+it writes `config.yaml` and opens the trackers of `run.report_to` (results/trackers.py), which get every
+metrics row too. Inside, it writes metrics rows, checkpoints, rollout samples, the final policy
 and the record, all atomically (`io`), and restores a checkpoint into a `Learner`.
 Left out: locking on Windows (no `fcntl`: the folder is not locked there) and on network filesystems
 whose `flock` is local to one machine.
@@ -35,6 +36,7 @@ from agentbench_af.io import (
 from agentbench_af.models.policy import Policy
 from agentbench_af.results.record import RunRecord
 from agentbench_af.results.rollout_store import save_rollouts, select_groups
+from agentbench_af.results.trackers import Trackers, open_trackers
 from agentbench_af.rollout.batch import RolloutBatch
 from agentbench_af.train.bookkeeping import Progress
 from agentbench_af.train.checkpoint import (
@@ -138,6 +140,7 @@ class RunFolder:
         self.metrics = self.dir / "metrics.jsonl"
         self.lock = RunLock(self.dir)
         self.started = time.time()
+        self.trackers = Trackers([])
 
     def __enter__(self) -> RunFolder:
         make_dirs(self.dir)
@@ -147,13 +150,17 @@ class RunFolder:
                 empty_folder(self.dir)
             check_folder(self.dir, self.cfg, self.resume)
             atomic_write_text(self.dir / "config.yaml", yaml.safe_dump(to_dict(self.cfg), sort_keys=False))
+            self.trackers = open_trackers(self.cfg, self.dir)
         except BaseException:
             self.lock.release()
             raise
         return self
 
     def __exit__(self, *exc) -> None:
-        self.lock.release()
+        try:
+            self.trackers.close()
+        finally:
+            self.lock.release()
 
     def restore(self, learner: Learner) -> tuple[int, Progress] | None:
         """Load the latest checkpoint into `learner` (and the RNGs); None when there is none."""
@@ -175,10 +182,12 @@ class RunFolder:
         progress.warm_start_success = first["success"]
         progress.wall_time_s = time.time() - self.started
         append_jsonl(self.metrics, {"step": 0, "eval": first})
+        self.trackers.log({"step": 0, "eval": first})
         return progress
 
     def log(self, row: dict[str, Any]) -> None:
         append_jsonl(self.metrics, row)
+        self.trackers.log(row)
 
     def save_rollouts(self, batch: RolloutBatch, done: int) -> None:
         every = self.cfg.run.save_rollouts_every

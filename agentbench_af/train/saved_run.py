@@ -13,15 +13,15 @@ from pathlib import Path
 
 import yaml
 
-from agentbench_af.config import ConfigError, from_dict
+from agentbench_af.config import ConfigError
 from agentbench_af.models.policy import is_model_dir
-from agentbench_af.train.config import TrainConfig
+from agentbench_af.train.config import TrainConfig, train_config_from_dict
 
 
 def _read_config(path: Path, key: str | None = None) -> TrainConfig:
     try:
         data = yaml.safe_load(path.read_text())
-        return from_dict(TrainConfig, data[key] if key else data)
+        return train_config_from_dict(data[key] if key else data)  # imports the run's plugins first
     except (OSError, yaml.YAMLError, ConfigError, KeyError, TypeError) as exc:
         raise ValueError(f"{path} is not a run config: {str(exc).splitlines()[0] if str(exc) else exc!r}") from exc
 

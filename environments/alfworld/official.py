@@ -15,6 +15,7 @@ import json
 import os
 from pathlib import Path
 
+from agentbench_af.api import DataUnavailable
 from agentbench_af.api.game_cache import read_json
 
 DATA_FOLDER = "json_2.1.1"
@@ -47,7 +48,7 @@ def official_games(split: str, task_type: str | None = None, root: Path | None =
     """The game files of a split (optionally of one ALFWorld task type), sorted by path."""
     split_dir = (root or official_root()) / split
     if not split_dir.is_dir():
-        raise FileNotFoundError(
+        raise DataUnavailable(
             f"no official ALFWorld games at {split_dir}: set ALFWORLD_DATA to the folder that holds "
             f"{DATA_FOLDER}/ (alfworld-download puts it in ~/.cache/alfworld), or use source='generated'"
         )

@@ -70,3 +70,19 @@ def test_expert_text_and_json():
     assert "3 episodes (seeds 0..2): success 100.0%, mean reward 1.000" in res.output
     data = json.loads(_run("expert", ID, "--episodes", "4", "--json").output)
     assert data["success_rate"] == 1.0 and data["seeds"] == [1_000_000, 1_000_004] and data["mean_turns"] >= 1
+
+
+def test_check_env_skips_an_id_whose_data_is_absent(tmp_path, monkeypatch):
+    """ALFWorld-official-v0 without the official files (ALFWORLD_DATA empty): SKIP with the reason, exit 0.
+    Without the alfworld extra installed the reason is the extra instead; either way nothing failed."""
+    import importlib.util
+
+    monkeypatch.setenv("ALFWORLD_DATA", str(tmp_path))
+    res = _run("check-env", "ALFWorld-official-v0", "--n-malformed", "5")
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert lines[-1] == "0 passed, 0 failed, 1 skipped (data or extra absent)"
+    if importlib.util.find_spec("textworld") is not None:
+        assert lines[0].startswith(f"SKIP ALFWorld-official-v0: no official ALFWorld games at {tmp_path}")
+    else:
+        assert lines[0].startswith("SKIP ALFWorld-official-v0: environment ALFWorld-official-v0 needs a package")

@@ -14,16 +14,24 @@ from agentbench_af.credit import (
     TOKEN_WEIGHTINGS,
     AdvantageOutput,
     CreditConfig,
+    Needs,
     compute_advantages,
     compute_token_weights,
+    credit_needs,
+    method_names,
     register_advantage,
     register_weighting,
 )
 
 
+def _builtin(table: dict) -> set[str]:
+    """Names registered by this package (installed plugins may add others)."""
+    return {name for name, spec in table.items() if spec.fn.__module__.startswith("agentbench_af.credit.")}
+
+
 def test_builtins_are_registered():
-    assert set(ADVANTAGE_ESTIMATORS) == {"grpo", "rloo", "gae", "gigpo-step"}
-    assert set(TOKEN_WEIGHTINGS) == {
+    assert _builtin(ADVANTAGE_ESTIMATORS) == {"grpo", "rloo", "gae", "gigpo-step"}
+    assert _builtin(TOKEN_WEIGHTINGS) == {
         "uniform",
         "actfocus",
         "actfocus-reasoning-only",
@@ -122,3 +130,52 @@ def test_dispatcher_checks_the_output_shape():
             compute_token_weights(tiny_batch(), CreditConfig(weighting="test-bad-shape"))
     finally:
         TOKEN_WEIGHTINGS.pop("test-bad-shape", None)
+
+
+def test_builtins_declare_what_they_need():
+    assert credit_needs(CreditConfig(estimator="gae")) == Needs(critic=True)
+    assert credit_needs(CreditConfig(estimator="gigpo-step")) == Needs(step_groups=True, groups=True)
+    assert credit_needs(CreditConfig(estimator="grpo")) == Needs(groups=True)
+    assert credit_needs(CreditConfig(estimator="rloo")) == Needs(groups=True)
+    ppo = CreditConfig(estimator="gae")
+    assert credit_needs(dataclasses.replace(ppo, weighting="actfocus", energy_source="ref")) == Needs(True, True)
+    assert credit_needs(dataclasses.replace(ppo, weighting="actfocus", energy_source="ref", energy_lambda=0.0)) \
+        == Needs(critic=True)
+    assert credit_needs(dataclasses.replace(ppo, weighting="actfocus-reasoning-only", energy_source="ref")) \
+        == Needs(critic=True)
+    assert method_names()[:4] == ["ppo", "grpo", "rloo", "gigpo"]  # the tables' row order
+
+
+def test_a_new_estimator_declares_its_needs_and_method_name():
+    from agentbench_af.train.config import TrainConfig
+
+    @register_advantage("test-critic-est", method="testcritic", needs=Needs(critic=True, reference=True))
+    def est(batch, cfg):
+        return AdvantageOutput(torch.ones(batch.response_mask.shape))
+
+    try:
+        cfg = TrainConfig(method="testcritic+actfocus")
+        assert (cfg.credit.estimator, cfg.credit.weighting) == ("test-critic-est", "actfocus")
+        assert cfg.needs_value_head and cfg.needs_reference_model
+        assert "testcritic" in method_names()
+        batch = tiny_batch()
+        batch.values = None
+        with pytest.raises(ValueError, match="'test-critic-est' declares it needs a critic, but batch.values is None"):
+            compute_advantages(batch, cfg.credit)
+        with pytest.raises(ValueError, match="method 'testcritic' already names"):
+            register_advantage("test-other", method="testcritic")(est)
+    finally:
+        ADVANTAGE_ESTIMATORS.pop("test-critic-est", None)
+
+
+def test_registry_does_not_import_the_config():
+    """credit/config.py reads the registry; the registry never imports the config (no cycle)."""
+    import ast
+    from pathlib import Path
+
+    import agentbench_af.credit.registry as registry
+
+    tree = ast.parse(Path(registry.__file__).read_text())
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    assert not any(m and m.startswith("agentbench_af.credit") for m in imported)

@@ -1,4 +1,4 @@
-"""The diagnostic written as plain Python loops over tokens, trajectories and groups (ACTFOCUS.md read
+"""The diagnostic written as plain Python loops over tokens, trajectories and groups (docs/method.md read
 literally), to check the vectorised `compute_bottleneck` against. Returns the same dict as
 `BottleneckStats.to_dict()` (with null_permutations = 0) minus `bottleneck_ratio`, int turn keys."""
 

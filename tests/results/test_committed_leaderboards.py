@@ -1,4 +1,4 @@
-"""Every committed leaderboard is generated from committed run records (DESIGN.md: tables are never typed).
+"""Every committed leaderboard is generated from committed run records (tables are never typed by hand).
 
 For each `leaderboards/<name>/` holding a `table.md`, the records under it must exist, and `agentbench-af
 table` over them must regenerate the committed table and bottleneck files byte for byte. (Records were
