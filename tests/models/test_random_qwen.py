@@ -65,7 +65,7 @@ def test_roles_of_sampled_ids(policy):
     ids = tok.encode("I go.</think><answer>Left</answer>", add_special_tokens=False) + list(policy.chat.end_of_turn_ids)
     pieces = tok.convert_ids_to_tokens(ids)
     assert pieces[-1] == IM_END
-    roles = token_roles(ids, tok, prompt_prefix="<think>", format_role="format")
+    roles = token_roles(ids, tok, prompt_prefix="<think>")
     by_piece = dict(zip(pieces, roles, strict=True))
     assert by_piece["I"] == by_piece["Ġgo"] == Role.REASONING
     assert by_piece["Left"] == Role.ACTION and by_piece[IM_END] == Role.FORMAT
