@@ -164,7 +164,7 @@ def load_config(cls: type[T], path: str | Path | None = None, overrides: list[st
     return from_dict(cls, data)
 
 
-HASH_DROP = ("run.seed", "run.out_dir", "run.name", "run.init_from", "run.threads")
+HASH_DROP = ("run.seed", "run.out_dir", "run.name", "run.init_from", "run.threads", "diagnostic")
 
 
 def config_hash(cfg: Any, drop: tuple[str, ...] = HASH_DROP) -> str:
@@ -172,7 +172,7 @@ def config_hash(cfg: Any, drop: tuple[str, ...] = HASH_DROP) -> str:
 
     `run.init_from` is dropped because a shared warm start's directory names its seed (the warm start
     itself is determined by the env, model, sft and seed fields, which stay); `run.threads` changes
-    speed, not the experiment.
+    speed, not the experiment; `diagnostic` only sets how the run is measured.
     """
     data = to_dict(cfg)
     for path in drop:

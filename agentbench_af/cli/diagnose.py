@@ -2,8 +2,11 @@
 
 A run directory is read from its saved rollout samples (`rollouts/step-*.pt`, every step; the report is
 the last one's); without them (or with `--fresh`) grouped rollouts are sampled from its final_policy. A
-model directory (a run's final_policy / warm_start, or a Hugging Face model) is always sampled. The work
-is in `agentbench_af.diagnose` (sample.py, pipeline.py, inputs.py) and `train.saved_run` (reading a run
+model directory (a run's final_policy / warm_start, or a Hugging Face model) is always sampled. The
+headline's gradients are taken at the policy loaded (for saved rollouts: the run's final_policy, else its
+warm start; so the last saved batch was sampled one update or more before that policy), with the run's
+`diagnostic` settings (defaults for a model directory without a run config). The work is in
+`agentbench_af.diagnose` (sample.py, pipeline.py, inputs.py) and `train.saved_run` (reading a run
 directory); this file parses and prints.
 Left out: several runs at once (run the command per run; `agentbench-af table` compares records).
 """
@@ -55,11 +58,18 @@ def _ref_model(ref: Path | None, tokenizer, device):
     return ref_policy.lm.eval()
 
 
-def _print_summary(stats, head: str) -> None:
+def _print_summary(stats, head: str, headline) -> None:
     from agentbench_af.diagnose.report import undefined_reason, verdict
 
     typer.echo(f"{head}: {stats.n_groups_used}/{stats.n_groups} groups with reward variance, "
                f"{stats.n_generated_tokens} generated tokens")
+    typer.echo(f"headline: {headline.verdict()}")
+    for key, r in headline.roles.items():
+        lift = "–" if r.lift is None else f"{r.lift:.2f}"
+        corr = "–" if r.pearson_sum is None else f"{r.pearson_sum:.2f}"
+        typer.echo(f"  {key:<9} gradient-signal lift {lift}, Pearson(R, energy sum) {corr} "
+                   f"over {r.pearson_sum_groups} groups")
+    typer.echo("secondary (|c| ratio, read against its null):")
     for name, src in stats.sources.items():
         action = src.overall.roles["action"]
         if src.bottleneck_ratio is None:
@@ -69,7 +79,7 @@ def _print_summary(stats, head: str) -> None:
         typer.echo(f"  {name:<8} action ratio {src.bottleneck_ratio:.2f}{null}: action {100 * action.token_share:.1f}% "
                    f"of tokens, {100 * action.signal_share:.1f}% of signal")
     if stats.sources:
-        typer.echo(f"verdict: {verdict(next(iter(stats.sources.values())))}")
+        typer.echo(f"secondary: {verdict(next(iter(stats.sources.values())))}")
 
 
 @app.command("diagnose")
@@ -137,22 +147,28 @@ def _diagnose_saved(run_dir: Path, cfg, paths: list[Path], out: Path, ref: Path 
     from agentbench_af.train.saved_run import run_policy_dir
 
     policy_dir = run_policy_dir(run_dir, cfg)
-    tokenizer = inputs.load_tokenizer(policy_dir) if policy_dir is not None else None
-    if tokenizer is None:
-        typer.echo(f"note: no policy folder in {run_dir}: the token page shows token ids", err=True)
+    policy = _load_model(policy_dir, device, "the run's policy") if policy_dir is not None else None
+    tokenizer = policy.tokenizer if policy is not None else None
+    if policy is None:
+        typer.echo(f"note: no policy folder in {run_dir}: the token page shows token ids and the headline has "
+                   "no gradient part", err=True)
     ref_lm = _ref_model(ref, tokenizer, device)
     prepare = None if ref_lm is None else (lambda b: add_ref_logprobs(b, ref_lm, cfg.rollout.temperature, device))
     meta = {"run": run_dir.name, "env": cfg.env.id, "method": cfg.method, "ref": ref.name if ref else None,
-            "source": "saved rollouts", "steps": len(paths)}
+            "source": "saved rollouts", "steps": len(paths),
+            "headline_policy": policy_dir.name if policy_dir is not None else None}
     try:
         result = diagnose_batches((load_rollouts(p) for p in paths), out,
                                   inputs.token_texts(tokenizer) if tokenizer is not None else inputs.id_texts,
-                                  meta=meta, title=f"{cfg.env.id} {cfg.method} ({run_dir.name})", prepare=prepare)
+                                  meta=meta, title=f"{cfg.env.id} {cfg.method} ({run_dir.name})", prepare=prepare,
+                                  lm=policy.lm if policy is not None else None, temperature=cfg.rollout.temperature,
+                                  device=device, format_role=cfg.credit.format_role,
+                                  headline_settings=dataclasses.asdict(cfg.diagnostic))
     except ValueError as exc:
         raise _fail(str(exc).splitlines()[0]) from exc
     steps = [s for s, _ in result.history]
     _print_summary(result.stats, f"{cfg.env.id} {cfg.method}, saved rollouts of step {result.step} "
-                                 f"({len(steps)} saved step{'s' if len(steps) != 1 else ''})")
+                                 f"({len(steps)} saved step{'s' if len(steps) != 1 else ''})", result.headline)
     if len(steps) >= 2:
         typer.echo("action ratio (`old`) by step: " + ", ".join(
             f"{s} {st.sources['old'].bottleneck_ratio:.2f}" if st.sources["old"].bottleneck_ratio is not None else f"{s} –"
@@ -194,8 +210,10 @@ def _diagnose_sampled(model: Path, env_id: str, cfg, step: int | None, prompts: 
             "group": rollout.group_size, "temperature": rollout.temperature, "seed": seed,
             "ref": ref.name if ref else None, "source": "sampled"}
     label = f"{model.parent.name}/{model.name}" if cfg is not None else model.name
+    settings = dataclasses.asdict(cfg.diagnostic) if cfg is not None else {}
     result = diagnose_batches([(step, batch)], out, inputs.token_texts(policy.tokenizer), meta=meta,
-                              title=f"{env_id} {label}")
+                              title=f"{env_id} {label}", lm=policy.lm, temperature=rollout.temperature,
+                              device=device, format_role=spec.format_role, headline_settings=settings)
     _print_summary(result.stats, f"{env_id} {label}, {prompts} groups x {rollout.group_size} rollouts "
-                                 f"at temperature {rollout.temperature:g}")
+                                 f"at temperature {rollout.temperature:g}", result.headline)
     typer.echo(f"wrote {len(result.written)} files in {out}")

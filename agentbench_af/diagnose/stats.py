@@ -1,4 +1,4 @@
-"""The Action Bottleneck diagnostic (ACTFOCUS.md) on a `RolloutBatch`, for each energy source.
+"""The secondary Action Bottleneck numbers (|c|, docs/diagnose.md) on a `RolloutBatch`, per energy source.
 
     from agentbench_af.diagnose import compute_bottleneck
     stats = compute_bottleneck(batch)            # BottleneckStats; sources default to available_sources

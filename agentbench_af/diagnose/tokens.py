@@ -1,4 +1,5 @@
-"""The generated tokens of a `RolloutBatch` as flat (M,) columns, and the contributions c of ACTFOCUS.md.
+"""The generated tokens of a `RolloutBatch` as flat (M,) columns, and the contributions c of the secondary
+|c| numbers (docs/diagnose.md).
 
     c_{i,t} = (e_{i,t} - mean_e) * (R_i - mean_R)
 

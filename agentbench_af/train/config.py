@@ -128,6 +128,23 @@ class RunConfig:
 
 
 @dataclass(frozen=True)
+class DiagnosticConfig:
+    """The reward-reactive headline measured on the run's first batch and after the last update
+    (`diagnose.headline`); it reads the run and never changes training, so `config_hash` leaves it out."""
+
+    max_groups: int = 16  # groups with reward variance that get gradient measurements (2 G backward passes each)
+    shuffles: int = 64  # within-group advantage shuffles behind the headline's null
+    resamples: int = 1000  # bootstrap resamples of the groups behind its interval
+    confidence: float = 0.95
+    seed: int = 0  # of the shuffles and the bootstrap
+
+    def __post_init__(self) -> None:
+        _check_counts(self, "diagnostic", max_groups=1, shuffles=1, resamples=1)
+        if not 0 < self.confidence < 1:
+            raise ValueError(f"diagnostic.confidence must lie in (0, 1), got {self.confidence!r}")
+
+
+@dataclass(frozen=True)
 class TrainConfig:
     method: str = "grpo"
     env: EnvConfig = field(default_factory=EnvConfig)
@@ -139,6 +156,7 @@ class TrainConfig:
     loss: LossConfig = field(default_factory=LossConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     run: RunConfig = field(default_factory=RunConfig)
+    diagnostic: DiagnosticConfig = field(default_factory=DiagnosticConfig)
 
     def __post_init__(self) -> None:
         estimator, weighting = parse_method(self.method)

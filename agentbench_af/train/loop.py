@@ -2,8 +2,9 @@
 
 Every step reseeds torch and draws its training seeds from (run seed, step), so a run resumed from a
 checkpoint continues exactly as an uninterrupted run would. Checkpoints, metrics and the record are
-written atomically. The record's `bottleneck` holds the Action Bottleneck ratio of the first step's batch
-(warm-start policy, before any update) and of one extra batch sampled after the last update.
+written atomically. The record's `bottleneck` holds the Action Bottleneck diagnostic (the headline, with
+gradients at the policy of the moment, and the secondary |c| ratio) of the first step's batch (warm-start
+policy, before any update) and of one extra batch sampled after the last update.
 Left out: multi-GPU data parallelism (one device per run; sweeps parallelise runs).
 """
 
@@ -156,6 +157,11 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True) ->
                                  cfg.env.overrides)
         return credit_view(trajectories_to_batch(trajs, cfg.rollout.context_mode, policy.pad_token_id), cfg.credit), trajs
 
+    def snapshot(batch: RolloutBatch, step: int):
+        """The diagnostic of a scored batch at the current policy (headline gradients included)."""
+        return bottleneck_snapshot(batch, step, lm=policy.lm, temperature=cfg.rollout.temperature, device=device,
+                                   format_role=cfg.credit.format_role, settings=to_dict(cfg.diagnostic))
+
     start, extra = 0, {"curve": [], "tokens_by_role": {}, "wall_time_s": 0.0, "warm_start_success": None}
     ckpt = latest_checkpoint(run_dir) if resume else None
     if ckpt is not None:
@@ -188,7 +194,7 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True) ->
         # recompute old log-probs with the training forward pass (same numerics as the update)
         batch = score_batch(policy.lm, batch, cfg.rollout.temperature, device, value_head, ref_lm, critic)
         if step == 0:  # the warm-start policy's batch, before any update (kept in checkpoints)
-            extra["bottleneck_warm_start"] = bottleneck_snapshot(batch, 0).to_dict()
+            extra["bottleneck_warm_start"] = snapshot(batch, 0).to_dict()
         advantage = compute_advantages(batch, cfg.credit)
         weights = compute_token_weights(batch, cfg.credit)
         gen = torch.Generator().manual_seed(step_seed(cfg.run.seed, step, 1))
@@ -232,7 +238,7 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True) ->
     # one more batch with the same recipe (the one a step cfg.rl.steps + 1 would sample) for the final ratio
     final_batch, _ = collect(cfg.rl.steps)
     final_batch = score_batch(policy.lm, final_batch, cfg.rollout.temperature, device)
-    bottleneck = record_bottleneck(extra.get("bottleneck_warm_start"), bottleneck_snapshot(final_batch, cfg.rl.steps))
+    bottleneck = record_bottleneck(extra.get("bottleneck_warm_start"), snapshot(final_batch, cfg.rl.steps))
     final = extra["curve"][-1] if extra["curve"] else evaluate(cfg.rl.steps)
     policy.save(run_dir / "final_policy")
     record = RunRecord(

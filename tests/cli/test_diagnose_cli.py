@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from agentbench_af.cli import app
 from agentbench_af.diagnose import load_report
+from agentbench_af.diagnose.report import load_headline
 
 torch.set_num_threads(1)
 runner = CliRunner()
@@ -50,7 +51,11 @@ def test_run_dir_reads_every_saved_step(tiny_run):
     assert stats.n_groups == 2 and stats.n_trajectories == 8  # 2 prompts x 4 rollouts, as saved
     for source in ("old", "entropy"):
         _printed_ratio(output, source, stats)
-    assert "verdict: `old`: action ratio" in output and "2 saved steps" in output
+    assert "secondary: `old`: action ratio" in output and "2 saved steps" in output
+    headline = load_headline(out / "bottleneck.json")
+    assert headline.n_groups_used == stats.n_groups_used and meta["headline_policy"] == "final_policy"
+    assert f"headline: {headline.verdict()}" in output
+    assert (out / "bottleneck.md").read_text().count("**Headline:**") == 1
     assert (out / "bottleneck.md").read_text().splitlines()[0].endswith("(step 2)")
     page = (out / "tokens.html").read_text()
     assert page.count('<section class="group') == 2 and "<script" not in page

@@ -40,9 +40,10 @@ def test_markdown_numbers_and_verdicts(action_stats):
     md = markdown_summary(action_stats)
     action_row = next(line for line in md.splitlines() if line.startswith("| action"))
     assert f"{ratio:.2f}" in action_row
-    assert verdict(action_stats.sources["old"]).startswith(f"`old`: action ratio {ratio:.2f} > 1 (Action Bottleneck present)")
-    low = compute_bottleneck(make_batch(bandit_trajs(1, "reasoning", n_groups=8))).sources["old"]
-    assert "<= 1" in verdict(low) and "no Action Bottleneck" in verdict(low)
+    null = action_stats.sources["old"].overall.roles["action"].null_ratio
+    assert verdict(action_stats.sources["old"]).startswith(
+        f"`old`: action ratio {ratio:.2f}, null ratio {null:.2f} (rewards shuffled in groups): action tokens")
+    assert "Action Bottleneck present" not in md and "**Secondary (|c| ratio):**" in md
     flat = compute_bottleneck(make_batch([Traj(0, 1.0, [Turn("ra", [1.0, 2.0])])] * 2)).sources["old"]
     assert "undefined (no generated tokens in a group with reward variance)" in verdict(flat)
     no_action = compute_bottleneck(make_batch([Traj(0, 1.0, [Turn("rf", [1.0, 2.0])]),

@@ -61,3 +61,42 @@ def test_record_field():
     assert record_ratio(None, "final") is None and record_ratio({"final": None}, "final") is None
     assert record_bottleneck(None, final)["warm_start"] is None  # e.g. resumed from an older checkpoint
     assert record_bottleneck(None, warm)["warm_start"] == warm.to_dict()  # 0 RL steps: one batch serves both
+
+
+def test_snapshot_with_a_policy_holds_the_headline_and_pearson():
+    from bigram import Bigram, planted_trajs
+
+    from agentbench_af.diagnose.headline import compute_headline
+    from agentbench_af.results.snapshot import record_headline
+
+    batch = make_batch(planted_trajs(0, "action", n_groups=6))
+    lm = Bigram(int(batch.input_ids.max()) + 1, scale=0.3)
+    settings = {"max_groups": 4, "shuffles": 8, "resamples": 100}
+    snap = bottleneck_snapshot(batch, step=2, lm=lm, settings=settings)
+    expected = compute_headline(batch, lm, **settings).to_dict(with_groups=False)
+    assert snap.headline == expected and snap.headline["ci_low"] > snap.headline["null"]
+    stats = compute_bottleneck(batch, ["old"])
+    assert snap.sources["old"].pearson == {k: stats.sources["old"].overall.roles[k].pearson
+                                           for k in ("reasoning", "action", "format")}
+    again = BottleneckSnapshot.from_dict(json.loads(json.dumps(snap.to_dict())))
+    assert again == snap
+    field = record_bottleneck(None, snap)
+    assert record_headline(field, "final") == expected and record_headline(field, "warm_start") is None
+    assert bottleneck_snapshot(batch, step=2).headline is None  # no policy: no headline
+
+
+def test_old_snapshot_dicts_read_back_without_the_new_fields():
+    old = {"step": 0, "n_groups": 2, "n_groups_used": 1, "n_generated_tokens": 10,
+           "sources": {"old": {"ratio": 1.1, "null_ratio": 1.0, "action_token_share": 0.2,
+                               "action_signal_share": 0.22, "reason": None}}}
+    snap = BottleneckSnapshot.from_dict(old)
+    assert snap.headline is None and snap.sources["old"].pearson is None and snap.sources["old"].ratio == 1.1
+
+
+def test_headline_failure_is_recorded_not_raised():
+    from bigram import Bigram
+
+    batch = make_batch(bandit_trajs(0, "action", n_groups=2, group_size=2))
+    snap = bottleneck_snapshot(batch, step=1, lm=Bigram(3))  # ids beyond the model's vocabulary
+    assert snap.headline["ratio"] is None and snap.headline["reason"].startswith("headline failed: ")
+    assert snap.sources["old"].ratio is not None  # the secondary numbers are still there

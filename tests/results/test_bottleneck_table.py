@@ -118,3 +118,65 @@ def test_table_command_writes_it_byte_identically(bottleneck_records, tmp_path):
     assert res.exit_code == 0 and sorted(p.name for p in (tmp_path / "md").iterdir()) == ["bottleneck.md", "table.md"]
     res = runner.invoke(app, ["table", str(copy), "--out", str(tmp_path / "tex"), "--format", "tex"])
     assert res.exit_code == 0 and sorted(p.name for p in (tmp_path / "tex").iterdir()) == ["table.tex"]
+
+
+def headline(ratio, null, lo, hi, reason=None) -> dict:
+    return {"ratio": ratio, "null": null, "ci_low": lo, "ci_high": hi, "confidence": 0.95, "reason": reason}
+
+
+def with_headline(step: int, old: float, null_ratio: float, h: dict) -> dict:
+    s = snap(step, old, old)
+    for src in s["sources"].values():
+        src["null_ratio"] = null_ratio
+    return {**s, "headline": h}
+
+
+@pytest.fixture
+def headline_records(tmp_path):
+    """FrozenLake-4x4 tiny-0.2m. Warm start of every seed: ratio 1.0, null 1.0, interval [0.7, 1.3].
+    grpo seeds 0-2 final: ratios 1.2, 1.6, 2.0, nulls 1.0, 1.0, 0.9, intervals [0.9, 1.5] (contains its
+    null), [1.3, 1.9] and [1.5, 2.6] (above). ppo seed 0 final: 3.0 [2.5, 3.5], null 1.0; ppo seed 1:
+    no headline ratio (no group with reward variance). Secondary old ratio 1.2 with null ratio 1.1 everywhere."""
+    root = tmp_path / "records"
+    warm = headline(1.0, 1.0, 0.7, 1.3)
+    finals = {("grpo", 0): headline(1.2, 1.0, 0.9, 1.5), ("grpo", 1): headline(1.6, 1.0, 1.3, 1.9),
+              ("grpo", 2): headline(2.0, 0.9, 1.5, 2.6), ("ppo", 0): headline(3.0, 1.0, 2.5, 3.5),
+              ("ppo", 1): headline(None, None, None, None, NO_VARIANCE)}
+    for (method, seed), h in finals.items():
+        field = {"sources": ["old", "entropy"], "warm_start": with_headline(0, 1.2, 1.1, {**warm}),
+                 "final": with_headline(10, 1.2, 1.1, h)}
+        write_record(root, ENV4, method, seed, 0.5, "aaaaaaaaaaaa" if method == "ppo" else "bbbbbbbbbbbb",
+                     bottleneck=field)
+    return root
+
+
+def test_headline_cells_by_hand(headline_records):
+    t = build_bottleneck_table(records_frame([headline_records]))
+    grid = t.headline_grid.set_index(["env", "model"])
+    assert list(t.headline_grid.columns) == ["env", "model", "warm start", "ppo", "grpo"]
+    # warm start: seeds 0, 1, 2 (grpo and ppo of one seed measured the same batch): 1.0 each, SE 0;
+    # no interval above its null. ppo: one run with a ratio -> its interval; grpo: mean 1.6,
+    # sd sqrt((0.16 + 0 + 0.16) / 2) = 0.4, SE 0.4 / sqrt(3) = 0.23; nulls (1 + 1 + 0.9) / 3 = 0.97; 2 of 3 above
+    assert grid.loc[(ENV4, "tiny-0.2m")].tolist() == [
+        "1.00 ± 0.00 (3); null 1.00; above null 0/3",
+        "3.00 [2.50, 3.50] (1); null 1.00; above null 1/1",
+        "1.60 ± 0.23 (3); null 0.97; above null 2/3"]
+    assert t.notes[0] == f"headline {ENV4} tiny-0.2m ppo: 1 of 2 without a ratio ({NO_VARIANCE})"
+    md = to_markdown(t)
+    assert md.startswith("# Action Bottleneck\n\n## Headline: action/reasoning ratio of reward-linked gradient signal")
+    assert (f"holds, every run's interval above its null, in: {ENV4} tiny-0.2m ppo. In some runs only: "
+            f"{ENV4} tiny-0.2m grpo (2/3). In no run: {ENV4} tiny-0.2m warm start.") in md
+    assert md.index("## Headline") < md.index("## Secondary: |c| ratio") < md.index("### Energy `old` (secondary)")
+    # the secondary cells carry their null ratio: 1.2 with null 1.1 in every run
+    sec = t.grid.set_index(["source", "env", "model"]).loc[("old", ENV4, "tiny-0.2m")].tolist()
+    assert sec[0] == "1.20 ± 0.00 (3); null 1.10"
+    csv = to_csv(t).splitlines()
+    assert csv[1].startswith(f"headline,{ENV4},tiny-0.2m,") and csv[2].startswith(f"old,{ENV4},tiny-0.2m,")
+
+
+def test_old_records_render_without_headline_columns(bottleneck_records):
+    t = build_bottleneck_table(records_frame([bottleneck_records]))
+    assert t.headline_grid is None
+    md = to_markdown(t)
+    assert md.startswith("# Action Bottleneck ratio (signal share / token share of action tokens)")
+    assert "Headline" not in md and "null" not in md

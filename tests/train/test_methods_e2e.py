@@ -7,7 +7,9 @@ import math
 import pytest
 from train_helpers import FROZENLAKE, REGISTERED_PAPER_ENVS, tiny_config
 
+from agentbench_af.config import to_dict
 from agentbench_af.io import read_jsonl
+from agentbench_af.models.policy import Policy
 from agentbench_af.results.record import RunRecord
 from agentbench_af.results.rollout_store import load_rollouts
 from agentbench_af.results.snapshot import bottleneck_snapshot
@@ -63,6 +65,13 @@ def _check_bottleneck(field, final_step):
                 assert s["reason"] == "no group with reward variance (2 groups)"
             elif s["ratio"] is not None:
                 assert math.isclose(s["ratio"], s["action_signal_share"] / s["action_token_share"])
+            assert set(s["pearson"]) == {"reasoning", "action", "format"}
+        h = snap["headline"]  # measured with the policy of the moment: a ratio, or None with its reason
+        assert (h["ratio"] is None) == (h["reason"] is not None)
+        if snap["n_groups_used"] == 0:
+            assert h["reason"] == "no group with reward variance (2 groups)"
+        else:
+            assert h["n_groups_measured"] == snap["n_groups_used"] and set(h["roles"]) == {"action", "reasoning"}
 
 
 def test_warm_start_bottleneck_is_the_first_batch(tmp_path, warm_start):
@@ -71,5 +80,8 @@ def test_warm_start_bottleneck_is_the_first_batch(tmp_path, warm_start):
                       rl__prompts_per_step=4, rollout__group_size=4)
     record = train(cfg, show_progress=False)
     _, first = load_rollouts(tmp_path / cfg.run_name / "rollouts" / "step-000001.pt")
-    assert record.bottleneck["warm_start"] == bottleneck_snapshot(first, 0).to_dict()
+    policy = Policy.load(warm_start)  # the headline's gradients are the warm-start policy's
+    expected = bottleneck_snapshot(first, 0, lm=policy.lm, temperature=cfg.rollout.temperature,
+                                   format_role=cfg.credit.format_role, settings=to_dict(cfg.diagnostic)).to_dict()
+    assert record.bottleneck["warm_start"] == expected and expected["headline"]["roles"]
     assert record.bottleneck["final"]["step"] == 2 and record.bottleneck["final"]["n_groups"] == 4
