@@ -164,15 +164,16 @@ def load_config(cls: type[T], path: str | Path | None = None, overrides: list[st
     return from_dict(cls, data)
 
 
-HASH_DROP = ("run.seed", "run.out_dir", "run.name", "run.init_from", "run.threads", "diagnostic")
+HASH_DROP = ("run.seed", "run.out_dir", "run.name", "run.init_from", "run.threads", "run.parallel", "diagnostic")
 
 
 def config_hash(cfg: Any, drop: tuple[str, ...] = HASH_DROP) -> str:
     """A 12-hex-digit digest of the config without the fields in `drop` (dotted paths).
 
     `run.init_from` is dropped because a shared warm start's directory names its seed (the warm start
-    itself is determined by the env, model, sft and seed fields, which stay); `run.threads` changes
-    speed, not the experiment; `diagnostic` only sets how the run is measured.
+    itself is determined by the env, model, sft and seed fields, which stay); `run.threads` and
+    `run.parallel` (DDP or FSDP2 under torchrun) change speed and memory, not the experiment;
+    `diagnostic` only sets how the run is measured.
     """
     data = to_dict(cfg)
     for path in drop:

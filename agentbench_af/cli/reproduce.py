@@ -1,7 +1,13 @@
 """`agentbench-af reproduce --preset NAME`: run a preset sweep, then write its leaderboard (the README's main job).
 
-Presets live in `baselines/presets/` (`agentbench-af reproduce --list`). Left out: editing a preset
-from the command line (copy its YAML, edit it, pass the path as --preset).
+Presets live in `baselines/presets/` (`agentbench-af reproduce --list`). `--env/--model/--method/--seed`
+run a subset of a preset's grid and `--set key=value` overrides any setting (last word), e.g. a CPU
+smoke test of the paper preset on a small local model:
+
+    agentbench-af reproduce --preset paper --model-dir DIR --env FrozenLake-4x4-slippery-v0 \
+        --model Qwen2.5-0.5B-Instruct --method grpo --set run.device=cpu --set rl.steps=2
+
+Left out: grid values a preset does not have (copy its YAML, edit it, pass the path as --preset).
 """
 
 from __future__ import annotations
@@ -25,6 +31,11 @@ def reproduce_command(
     out: Path = typer.Option(None, "--out", help="Leaderboard folder (default: leaderboards/<preset>)."),
     work_dir: Path = typer.Option(None, "--work-dir", help="Checkpoints and policies (default: runs/reproduce/<preset>)."),
     model_dir: Path = typer.Option(None, "--model-dir", help="Folder with one sub-folder per Hugging Face model (paper preset)."),
+    envs: list[str] = typer.Option([], "--env", help="Run only this environment of the preset (repeatable)."),
+    models: list[str] = typer.Option([], "--model", help="Run only this model of the preset (repeatable)."),
+    methods: list[str] = typer.Option([], "--method", help="Run only this method of the preset (repeatable)."),
+    seeds: list[int] = typer.Option([], "--seed", help="Run only this seed of the preset (repeatable)."),
+    overrides: list[str] = typer.Option([], "--set", help="key=value applied to every run, after the preset's settings (repeatable)."),
     backend: str = typer.Option("local", help="local (process pool), ray, or serial."),
     workers: int = typer.Option(None, help="Parallel runs (default: cores // threads per run)."),
     list_presets: bool = typer.Option(False, "--list", help="List the presets and exit."),
@@ -33,6 +44,7 @@ def reproduce_command(
 ) -> None:
     """Run a preset (warm starts, then every method from the same warm start) and write table and plots."""
     from agentbench_af.config import ConfigError
+    from agentbench_af.io import WriteError
     from agentbench_af.sweep import SweepError
     from agentbench_af.sweep.reproduce import (
         ReproduceConfig,
@@ -48,14 +60,15 @@ def reproduce_command(
     if backend not in ("local", "ray", "serial"):
         raise _fail(f"--backend must be local, ray or serial, got {backend!r}")
     cfg = ReproduceConfig(preset=preset, out_dir=out, work_dir=work_dir, backend=backend,  # type: ignore[arg-type]
-                          workers=workers, model_dir=model_dir)
+                          workers=workers, model_dir=model_dir, envs=tuple(envs), models=tuple(models),
+                          methods=tuple(methods), seeds=tuple(seeds), overrides=tuple(overrides))
     start = time.time()
     try:
         typer.echo(describe(cfg))
         if dry_run:
             return
         outcomes = reproduce(cfg, show_progress=not quiet)
-    except (ReproduceError, SweepError, ConfigError) as exc:
+    except (ReproduceError, SweepError, ConfigError, WriteError) as exc:
         raise _fail(str(exc)) from exc
     from agentbench_af.cli.results import plot_command, table_command
 

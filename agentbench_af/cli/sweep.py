@@ -1,10 +1,11 @@
-"""`agentbench-af sweep SPEC.yaml [--backend local|ray|serial] [--workers N] [--dry-run]`.
+"""`agentbench-af sweep SPEC.yaml [--backend local|ray|serial] [--workers N] [--address auto] [--gpus-per-run G] [--max-retries N] [--dry-run]`.
 
 Left out: editing a spec from the command line (write a second spec file).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import typer
@@ -29,19 +30,31 @@ def plan_table(plan) -> str:
 @app.command("sweep")
 def sweep_command(
     spec: Path = typer.Argument(..., help="Sweep spec YAML (base config, grid, overrides, out_dir)."),
-    backend: str = typer.Option("local", help="local (process pool), ray (RAY_ADDRESS or a local cluster), serial."),
+    backend: str = typer.Option("local", help="local (process pool), ray (--address, RAY_ADDRESS or a local cluster), serial."),
     workers: int = typer.Option(None, help="Parallel runs (default: cores // threads_per_run)."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print the expanded runs and what would be skipped."),
+    address: str = typer.Option(None, help="Ray only: the cluster to join, `auto` (started here by `ray start`) or HEAD_IP:PORT."),
+    gpus_per_run: float = typer.Option(None, help="Ray only: GPUs each run reserves (default: the spec's gpus_per_run, 0)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Check every run's config; print the runs and what would be skipped."),
+    max_retries: int = typer.Option(None, "--max-retries", min=0,
+                                    help="Resubmissions of a run whose worker process died (default: the spec's, 2)."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bars."),
 ) -> None:
     """Run a grid of training runs; finished runs are skipped, killed ones resume."""
     from agentbench_af.config import ConfigError
+    from agentbench_af.io import WriteError
     from agentbench_af.sweep import SweepError, load_sweep_spec, plan_sweep, run_sweep
 
     if backend not in ("local", "ray", "serial"):
         raise _fail(f"--backend must be local, ray or serial, got {backend!r}")
+    if (address is not None or gpus_per_run is not None) and backend != "ray":
+        raise _fail("--address and --gpus-per-run are for --backend ray")
     try:
-        plan = plan_sweep(load_sweep_spec(spec))
+        loaded = load_sweep_spec(spec)
+        if gpus_per_run is not None:
+            loaded = dataclasses.replace(loaded, gpus_per_run=gpus_per_run)
+        if max_retries is not None:
+            loaded = dataclasses.replace(loaded, max_retries=max_retries)
+        plan = plan_sweep(loaded)
     except ConfigError as exc:
         raise _fail(str(exc)) from exc
     if dry_run:
@@ -54,15 +67,17 @@ def sweep_command(
             raise typer.Exit(1)
         return
     try:
-        outcomes = run_sweep(plan.spec, backend=backend, workers=workers, show_progress=not quiet)  # type: ignore[arg-type]
-    except (SweepError, ConfigError, RuntimeError) as exc:
+        outcomes = run_sweep(plan.spec, backend=backend, workers=workers, show_progress=not quiet,  # type: ignore[arg-type]
+                             address=address)
+    except (SweepError, ConfigError, RuntimeError, WriteError) as exc:
         raise _fail(str(exc)) from exc
-    rows = [[o.name, o.status, "" if o.final_success is None else f"{o.final_success:.3f}", o.error or ""]
+    rows = [[o.name, o.status, "" if o.final_success is None else f"{o.final_success:.3f}", o.retries, o.error or ""]
             for o in outcomes]
-    typer.echo(tabulate(rows, headers=["run", "status", "final success", "error"]))
+    typer.echo(tabulate(rows, headers=["run", "status", "final success", "retries", "error"]))
     failed = sum(o.status == "failed" for o in outcomes)
+    retried = sum(o.retries > 0 for o in outcomes)
     typer.echo(f"{len(outcomes)} runs: {sum(o.status == 'completed' for o in outcomes)} completed, "
-               f"{sum(o.status == 'skipped' for o in outcomes)} skipped, {failed} failed; "
-               f"records under {Path(plan.spec.out_dir).resolve() / 'runs'}")
+               f"{sum(o.status == 'skipped' for o in outcomes)} skipped, {failed} failed, "
+               f"{retried} retried after a worker died; records under {Path(plan.spec.out_dir).resolve() / 'runs'}")
     if failed:
         raise typer.Exit(1)

@@ -1,4 +1,7 @@
-"""Training commands: `train CONFIG.yaml [key=value ...] [--resume]` and `eval RUN_DIR`.
+"""Training commands: `train CONFIG.yaml [key=value ...] [--resume | --overwrite]` and `eval RUN_DIR`.
+
+`train` under `torchrun` (`torchrun --nproc-per-node N -m agentbench_af.cli train ...`) is one
+data-parallel run: every process runs the command, rank 0 writes the run folder and prints the summary.
 
 Left out: launching several runs (that is `sweep`) and remote logging (metrics stay in the run folder).
 """
@@ -25,6 +28,7 @@ def train_command(
     config: Path = typer.Argument(None, help="YAML config (see baselines/). Omit to use the defaults."),
     overrides: list[str] = typer.Argument(None, help="Overrides such as rl.steps=10 env.id=Sokoban-6x6-1box-v0."),
     resume: bool = typer.Option(False, "--resume", help="Continue a killed run from its last checkpoint."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Empty the run folder first (its files are lost)."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bars."),
 ) -> None:
     """Train a policy (warm start + RL) and write a run directory with record.json."""
@@ -37,52 +41,39 @@ def train_command(
         cfg = load_config(TrainConfig, config, overrides or [])
     except ConfigError as exc:
         raise _fail(str(exc)) from exc
-    import agentbench_af
+    from agentbench_af.train.preflight import check_runnable
 
     try:
-        agentbench_af.make(cfg.env.id, **cfg.env.overrides)
-    except (KeyError, TypeError, ValueError, ImportError) as exc:
-        raise _fail(f"env: {exc.args[0] if exc.args else exc}") from exc
-    problem = _preflight(cfg)
-    if problem:
-        raise _fail(problem)
+        check_runnable(cfg)
+    except ConfigError as exc:
+        raise _fail(str(exc)) from exc
+    from agentbench_af.io import WriteError
+    from agentbench_af.results.tensor_files import UnsafeFileError
+    from agentbench_af.train.distributed import check_world, ranks_from_env
     from agentbench_af.train.loop import train
 
+    if resume and overwrite:
+        raise _fail("--resume and --overwrite exclude each other")
     try:
-        record = train(cfg, resume=resume, show_progress=not quiet)
-    except FileExistsError as exc:  # a finished run, a checkpoint without --resume, a changed config
+        ranks = ranks_from_env()
+        check_world(cfg, ranks)
+    except ValueError as exc:  # torchrun's variables, or a batch the processes cannot share evenly
+        raise _fail(str(exc)) from exc
+    try:
+        record = train(cfg, resume=resume, show_progress=not quiet, overwrite=overwrite)
+    except FileExistsError as exc:  # busy (locked), a finished run, a checkpoint without --resume, a changed config
+        raise _fail(str(exc)) from exc
+    except (WriteError, UnsafeFileError) as exc:  # a full disk, a read-only folder; a checkpoint that is not plain data
         raise _fail(str(exc)) from exc
     except FileNotFoundError as exc:  # model.path not on this machine (PretrainedNotFoundError)
         raise _fail(f"model.path: {exc}") from exc
-    typer.echo(
-        f"{cfg.run_name}: final-step success {record.final_success:.3f} "
-        f"(warm start {record.warm_start_success:.3f}) over {cfg.eval.episodes} eval episodes; "
-        f"record: {Path(cfg.run.out_dir) / cfg.run_name / 'record.json'}"
-    )
-
-
-def _preflight(cfg) -> str | None:
-    """The checks that need more than the config's own types: one line naming the key, or None."""
-    from agentbench_af.evaluate.evaluate import eval_seeds
-    from agentbench_af.train.loop import resolve_device
-
-    if not cfg.model.path:
-        from agentbench_af.models.tiny import TINY_SPECS
-
-        if cfg.model.name not in TINY_SPECS:
-            return f"model.name: unknown tiny policy {cfg.model.name!r}; choose one of {list(TINY_SPECS)} or set model.path"
-    if cfg.model.path and cfg.model.path.startswith(("/", ".", "~")) and not Path(cfg.model.path).expanduser().is_dir():
-        return f"model.path: no directory {cfg.model.path}"
-    if cfg.run.init_from and not Path(cfg.run.init_from).is_dir():
-        return f"run.init_from: {cfg.run.init_from} is not a directory"
-    try:
-        resolve_device(cfg)
-        eval_seeds(cfg.env.id, cfg.eval.episodes, cfg.env.overrides)
-    except RuntimeError as exc:
-        return str(exc)
-    except ValueError as exc:
-        return f"eval.episodes: {exc}"
-    return None
+    if ranks.is_main:
+        processes = f" on {ranks.world_size} processes ({cfg.run.parallel})" if ranks.active else ""
+        typer.echo(
+            f"{cfg.run_name}: final-step success {record.final_success:.3f} "
+            f"(warm start {record.warm_start_success:.3f}) over {cfg.eval.episodes} eval episodes{processes}; "
+            f"record: {Path(cfg.run.out_dir) / cfg.run_name / 'record.json'}"
+        )
 
 
 @app.command("eval")

@@ -59,11 +59,13 @@ def evaluate_policy(
     temperature: float,
     rollout: RolloutConfig,
     env_kwargs: dict | None = None,
+    seeds: list[int] | None = None,
 ) -> tuple[EvalResult, list[Trajectory]]:
-    """One episode per evaluation seed at `temperature` (0: greedy)."""
+    """One episode per evaluation seed at `temperature` (0: greedy); `seeds`: a subset of the first
+    `episodes` evaluation seeds (a data-parallel rank's share), default all of them."""
     import dataclasses
 
     cfg = dataclasses.replace(rollout, group_size=1, temperature=temperature)
-    seeds = eval_seeds(env_id, episodes, env_kwargs)
+    seeds = eval_seeds(env_id, episodes, env_kwargs) if seeds is None else seeds
     trajs = collect_rollouts(engine, tokenizer, chat, env_id, seeds, cfg, env_kwargs=env_kwargs)
     return summarise(trajs), trajs

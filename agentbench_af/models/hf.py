@@ -16,6 +16,9 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+#: the files that hold a saved model's weights (one of them must be present)
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
+
 
 class PretrainedNotFoundError(FileNotFoundError):
     """The model's files are not on this machine."""
@@ -47,6 +50,9 @@ def load_pretrained(
     path = Path(name).expanduser()
     if path.exists() and not (path / "config.json").is_file():
         raise PretrainedNotFoundError(f"{path} exists but holds no model (config.json is missing)")
+    if path.exists() and not any((path / f).is_file() for f in WEIGHT_FILES):
+        raise PretrainedNotFoundError(f"{path} has config.json but no weights (none of {', '.join(WEIGHT_FILES)}): "
+                                      "copy the model's weight files there, or save it with save_pretrained")
     if not path.exists() and (name.startswith(("/", ".", "~")) or name.count("/") > 1):
         raise PretrainedNotFoundError(
             f"no directory {path}: pass a directory written by save_pretrained (with config.json), "

@@ -7,7 +7,8 @@ untouched). Sizes (parameters counted with the default 1024-token vocabulary; a 
 as the ~470-token FrozenLake one, makes them smaller by (1024 - V) x hidden):
 
     tiny-0.12m  48 x 2 layers,  4 heads   0.12M  (the cheapest: cpu-quick's second size)
-    tiny-0.2m   64 x 2 layers,  4 heads   0.20M  (FINDINGS: learns FrozenLake fastest on 2 CPU cores)
+    tiny-0.2m   64 x 2 layers,  4 heads   0.20M  (learns FrozenLake fastest on 2 CPU cores)
+    tiny-0.2m-h32  64 x 2 layers, 2 heads 0.20M  (head dim 32, the smallest vLLM's CPU attention accepts)
     tiny-0.7m  128 x 2 layers,  4 heads   0.66M
     tiny-2m    192 x 3 layers,  6 heads   1.97M
     tiny-7m    320 x 4 layers, 10 heads   6.88M
@@ -48,6 +49,7 @@ TINY_SPECS: dict[str, TinySpec] = {
     for s in (
         TinySpec("tiny-0.12m", 48, 2, 4),
         TinySpec("tiny-0.2m", 64, 2, 4),
+        TinySpec("tiny-0.2m-h32", 64, 2, 2),
         TinySpec("tiny-0.7m", 128, 2, 4),
         TinySpec("tiny-2m", 192, 3, 6),
         TinySpec("tiny-7m", 320, 4, 10),

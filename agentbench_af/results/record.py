@@ -78,6 +78,8 @@ class RunRecord:
     git_commit: str | None = None
     versions: dict[str, str] = field(default_factory=dict)
     bottleneck: dict[str, Any] | None = None  # action-bottleneck ratios at warm start and final step
+    warm_start: dict[str, Any] | None = None  # the warm start used: path, source, key, its SFT settings
+    parallel: dict[str, Any] | None = None  # processes that trained it: {"world_size": n, "strategy": ddp|fsdp2|null}
     record_version: int = RECORD_VERSION
 
     def save(self, run_dir: str | Path) -> Path:

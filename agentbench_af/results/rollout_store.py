@@ -1,5 +1,6 @@
 """Saved rollout samples: a few groups of a step's `RolloutBatch` (ids, roles, log-probs, rewards),
-stored compactly with `torch.save` so diagnostics and debugging need no re-run.
+stored compactly as a tensor file (`tensor_files`: read with `weights_only=True`, so a planted file cannot
+run code) so diagnostics and debugging need no re-run.
 Left out: text (decode the ids with the run's tokenizer, saved in its warm-start folder)."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from agentbench_af.io import atomic_write
+from agentbench_af.results.tensor_files import UnsafeFileError, load_tensor_file, save_tensor_file
 from agentbench_af.rollout.batch import RolloutBatch
 
 
@@ -33,11 +34,13 @@ def select_groups(batch: RolloutBatch, max_groups: int) -> RolloutBatch:
 def save_rollouts(batch: RolloutBatch, path: str | Path, step: int) -> Path:
     payload = {"step": step, **{f.name: getattr(batch, f.name) for f in dataclasses.fields(batch)}}
     payload["roles"] = payload["roles"].to(torch.int8)
-    return atomic_write(path, lambda p: torch.save(payload, p))
+    return save_tensor_file(payload, path)
 
 
 def load_rollouts(path: str | Path) -> tuple[int, RolloutBatch]:
-    payload = torch.load(path, map_location="cpu", weights_only=False)
+    payload = load_tensor_file(path)
+    if not isinstance(payload, dict) or "step" not in payload:
+        raise UnsafeFileError(f"cannot read {path}: not a rollout file written by agentbench-af")
     step = int(payload.pop("step"))
     names = {f.name for f in dataclasses.fields(RolloutBatch)}
     return step, RolloutBatch(**{k: v for k, v in payload.items() if k in names})

@@ -5,7 +5,9 @@ batches prompts (sorted by length, left-padded) with the KV cache and records ea
 log-prob and the entropy of the sampling distribution at the sampling temperature. On CPU (a
 preallocated `StaticCache`, `sdpa` attention) it decodes with its own loop (`rollout.sampler`: finished
 rows leave the batch; one-token steps use `decode_attention`); otherwise with `model.generate`.
-A vLLM engine implements the same `GenerationEngine` protocol.
+`rollout.vllm_engine.VLLMEngine` implements the same protocol; `build_engine` picks one from a
+`RolloutConfig` (`rollout.engine`). After every optimizer update the loop calls `engine.updating(model)`
+around it (the transformers engine samples from `model` itself, so it only forgets stored prefixes).
 With `cache_keys` (one hashable per prompt, e.g. a trajectory id), `TransformersEngine` keeps each
 prompt's keys/values after generating and, on a later call with the same key, runs only the ids past
 the stored prefix (`rollout.prefix_cache`); engines may ignore the keys. Identical prompts of one call
@@ -16,11 +18,13 @@ recorded log-probs are those of the temperature-scaled distribution before the n
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
 
 import torch
+from torch import nn
 
 from agentbench_af.rollout.decode_attention import NAME as DECODE_ATTENTION
 from agentbench_af.rollout.decode_attention import decoding_attention
@@ -77,6 +81,24 @@ class GenerationEngine(Protocol):
         """Forget every stored prefix (call it when the weights change)."""
         ...
 
+    def load_weights(self, model: nn.Module) -> None:
+        """Sample from `model`'s current weights from now on (e.g. after loading a checkpoint into it)."""
+        ...
+
+    def updating(self, model: nn.Module) -> AbstractContextManager[None]:
+        """Wrap an optimizer update of `model`; afterwards the engine samples from the new weights."""
+        ...
+
+
+def build_engine(cfg, model: nn.Module, pad_token_id: int, dtype: torch.dtype | None = None,
+                 seed: int = 0) -> GenerationEngine:
+    """The engine `cfg.engine` names (`cfg`: a `RolloutConfig`) for `model`; `dtype`: vLLM's (default: the model's)."""
+    if cfg.engine == "vllm":
+        from agentbench_af.rollout.vllm_engine import VLLMEngine
+
+        return VLLMEngine(model, cfg.max_context_tokens, dtype, cfg.vllm_memory_fraction, cfg.vllm_kv_cache_gib, seed)
+    return TransformersEngine(model, pad_token_id, cfg.max_batch_size)
+
 
 class TransformersEngine:
     """Batched sampling with a Hugging Face causal LM and its KV cache (own loop on CPU, else `generate`)."""
@@ -94,6 +116,18 @@ class TransformersEngine:
 
     def clear_cache(self) -> None:
         self.store.clear()
+
+    def load_weights(self, model: nn.Module) -> None:
+        if model is not self.model:
+            raise ValueError("TransformersEngine samples from the model it was built with; build a new engine")
+        self.store.clear()
+
+    @contextmanager
+    def updating(self, model: nn.Module) -> Iterator[None]:
+        try:
+            yield
+        finally:
+            self.load_weights(model)
 
     @torch.no_grad()
     def generate(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -14,6 +15,10 @@ class RolloutConfig:
     `window` keeps the system prompt and the last `window_turns` turns (one sample per turn).
     `prompt_prefix` is text forced at the start of every response (e.g. "<think>"); it is part of the
     prompt, never trained on, and is prepended to the response text the environment sees.
+    `engine`: `transformers` (`rollout.engine.TransformersEngine`, the default) or `vllm` (a vLLM engine in
+    the training process, `rollout.vllm_engine.VLLMEngine`; needs the `vllm` extra). `vllm_memory_fraction`
+    is vLLM's `gpu_memory_utilization` (on CPU: the share of RAM that must be free when it starts);
+    `vllm_kv_cache_gib` sizes its KV cache (0: 1 GiB on CPU, from the memory fraction on CUDA).
     """
 
     group_size: int = 8
@@ -25,14 +30,30 @@ class RolloutConfig:
     max_context_tokens: int = 2048
     prompt_prefix: str = ""
     max_batch_size: int = 256
+    engine: Literal["transformers", "vllm"] = "transformers"
+    vllm_memory_fraction: float = 0.2
+    vllm_kv_cache_gib: float = 0.0
 
     def __post_init__(self) -> None:
-        if self.group_size < 1:
-            raise ValueError("group_size must be >= 1")
+        for name in ("group_size", "window_turns", "max_new_tokens", "max_context_tokens", "max_batch_size"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"rollout.{name} must be an integer >= 1, got {value!r}")
         if self.context_mode not in ("full", "window"):
-            raise ValueError(f"context_mode must be 'full' or 'window', got {self.context_mode!r}")
-        if self.window_turns < 1:
-            raise ValueError("window_turns must be >= 1")
+            raise ValueError(f"rollout.context_mode must be 'full' or 'window', got {self.context_mode!r}")
+        if not (isinstance(self.temperature, (int, float)) and math.isfinite(self.temperature) and self.temperature >= 0):
+            raise ValueError(f"rollout.temperature must be a finite number >= 0 (0: greedy), got {self.temperature!r}")
+        if not (isinstance(self.top_p, (int, float)) and 0 < self.top_p <= 1):
+            raise ValueError(f"rollout.top_p must be in (0, 1], got {self.top_p!r}")
+        if self.max_context_tokens <= self.max_new_tokens:
+            raise ValueError(f"rollout.max_context_tokens ({self.max_context_tokens}) must exceed rollout.max_new_tokens "
+                             f"({self.max_new_tokens}): the prompt needs room too")
+        if self.engine not in ("transformers", "vllm"):
+            raise ValueError(f"rollout.engine must be 'transformers' or 'vllm', got {self.engine!r}")
+        if not (isinstance(self.vllm_memory_fraction, (int, float)) and 0 < self.vllm_memory_fraction <= 1):
+            raise ValueError(f"rollout.vllm_memory_fraction must be in (0, 1], got {self.vllm_memory_fraction!r}")
+        if not (isinstance(self.vllm_kv_cache_gib, (int, float)) and self.vllm_kv_cache_gib >= 0):
+            raise ValueError(f"rollout.vllm_kv_cache_gib must be >= 0, got {self.vllm_kv_cache_gib!r}")
 
 
 @dataclass

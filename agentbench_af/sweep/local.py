@@ -4,11 +4,15 @@ Each pool worker pins torch to `threads` threads (FINDINGS: oversubscribed OpenM
 catastrophically slow), so the pool has `cores // threads` workers. One pool serves warm starts and
 runs, so workers import torch once. `run(tasks, then=...)` submits the follow-up tasks `then(result)`
 returns as soon as a result arrives (a run once its warm start is ready), behind the tasks already
-queued. A worker that dies (killed, out of memory) breaks the pool: its task and the ones still queued
-come back as failed with the reason, tasks submitted after that get a fresh pool, and a re-run of the
-sweep retries the failed ones. A sweep stopped by Ctrl-C or SIGTERM (`stop_on_sigterm`) terminates its
-workers at once instead of leaving them running; their runs resume from their last checkpoints on the
-next sweep. Left out: resubmitting the tasks a dead worker took down.
+queued. A worker that dies (killed, out of memory) breaks the pool, and every task that was on it (the
+dead worker's, the other workers', the queued ones) comes back as `BrokenProcessPool`: each is resubmitted
+on a fresh pool, once the old pool's workers have all exited (so their run-folder locks are free), up to
+`max_retries` times per task, like Ray's `max_retries` for tasks whose worker died. A resubmitted run
+resumes from its last checkpoint; finished results are kept; each result counts its retries. A task
+that runs out of retries comes back failed with the reason. A sweep stopped by Ctrl-C or SIGTERM
+(`stop_on_sigterm`) terminates its workers at once instead of leaving them running; their runs resume
+from their last checkpoints on the next sweep. Left out: telling the worker that died from the ones
+the pool took down with it (all are retried alike).
 """
 
 from __future__ import annotations
@@ -20,9 +24,10 @@ import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, CancelledError, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
+from dataclasses import replace
 
 from agentbench_af.sweep.tasks import Task, TaskResult, execute, one_line, set_threads
 
@@ -85,10 +90,14 @@ class SerialBackend:
 
 
 class PoolBackend:
-    """A spawn-context process pool shared by the sweep's tasks; `run` yields results as they complete."""
+    """A spawn-context process pool shared by the sweep's tasks; `run` yields results as they complete.
 
-    def __init__(self, workers: int, threads: int) -> None:
-        self.workers, self.threads = max(1, workers), threads
+    `function` is what workers call on each task (default `execute`, looked up when a task is submitted; a
+    module-level function, so it pickles)."""
+
+    def __init__(self, workers: int, threads: int, max_retries: int = 2,
+                 function: Callable[[Task], TaskResult] | None = None) -> None:
+        self.workers, self.threads, self.max_retries, self.function = max(1, workers), threads, max_retries, function
         self._pool: ProcessPoolExecutor | None = None
 
     def __enter__(self) -> PoolBackend:
@@ -99,10 +108,12 @@ class PoolBackend:
             if exc_type is not None:  # interrupted: stop the workers now rather than wait for their runs
                 for process in list((getattr(self._pool, "_processes", None) or {}).values()):
                     process.terminate()
-            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool.shutdown(wait=True, cancel_futures=True)  # waits until every worker has exited
             self._pool = None
 
     def _executor(self) -> ProcessPoolExecutor:
+        if self._pool is not None and getattr(self._pool, "_broken", False):
+            self.__exit__()  # a broken pool takes no more work: wait for its workers, then start afresh
         if self._pool is None:  # started lazily: a sweep with nothing to do spawns nothing
             ctx = multiprocessing.get_context("spawn")
             self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx, initializer=_init_worker,
@@ -111,10 +122,10 @@ class PoolBackend:
 
     def _submit(self, pending: dict[Future, Task], task: Task) -> None:
         try:
-            future = self._executor().submit(execute, task)
-        except BrokenProcessPool:  # a worker died: its queued tasks come back failed, new ones get a fresh pool
+            future = self._executor().submit(self.function or execute, task)
+        except BrokenProcessPool:  # the pool broke since the check: start a fresh one
             self.__exit__()
-            future = self._executor().submit(execute, task)
+            future = self._executor().submit(self.function or execute, task)
         pending[future] = task
 
     def run(self, tasks: list[Task], then: FollowUps | None = None) -> Iterator[TaskResult]:
@@ -122,6 +133,7 @@ class PoolBackend:
         if not tasks:
             return
         pending: dict[Future, Task] = {}
+        retries: dict[tuple[str, str], int] = {}
         try:
             for task in tasks:
                 self._submit(pending, task)
@@ -129,11 +141,19 @@ class PoolBackend:
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
                     task = pending.pop(future)
+                    key = (task.kind, task.name)
                     try:
                         result = future.result()
-                    except Exception as exc:  # noqa: BLE001 - the worker process died, not the run
-                        result = TaskResult(task.kind, task.name, "failed",
-                                            error=f"worker process died ({one_line(exc)})")
+                    except (BrokenProcessPool, CancelledError) as exc:  # a worker died and took the pool down
+                        if retries.get(key, 0) < self.max_retries:
+                            retries[key] = retries.get(key, 0) + 1
+                            self._submit(pending, task)
+                            continue
+                        result = TaskResult(task.kind, task.name, "failed", error=f"worker process died "
+                                            f"({one_line(exc)}); gave up after {retries.get(key, 0)} retries")
+                    except Exception as exc:  # noqa: BLE001 - the task could not be run at all
+                        result = TaskResult(task.kind, task.name, "failed", error=f"worker error ({one_line(exc)})")
+                    result = replace(result, retries=retries.get(key, 0))
                     for follow_up in then(result) if then is not None else []:
                         self._submit(pending, follow_up)
                     yield result

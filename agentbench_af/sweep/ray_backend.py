@@ -1,10 +1,16 @@
 """Ray backend: one remote task per run, reserving `threads` CPUs (and `gpus` GPUs) each.
 
-Joins the cluster at `RAY_ADDRESS` when it is set (run directories must then be on a filesystem every
-node sees), else starts a local cluster with `ray.init(num_cpus=...)` and shuts it down afterwards.
+Joins the cluster at `address` (`--address`: `auto` for the cluster `ray start` made on this machine,
+or `HOST:PORT` of its head), else at `RAY_ADDRESS` when it is set, else starts a local cluster with
+`ray.init(num_cpus=...)` and shuts it down afterwards. On a cluster, run directories must be on a
+filesystem every node sees, and `gpus` (`gpus_per_run`) is a Ray resource: a run waits for a node with
+that many free GPUs, and Ray sets its CUDA_VISIBLE_DEVICES.
 Follow-up tasks (`run(tasks, then=...)`: a run once its warm start is ready) are submitted as soon as
-the result they follow arrives. Tasks are not retried by Ray (`max_retries=0`): a crashed worker comes
-back as a failed run, and a re-run of the sweep retries it. Left out: runtime environments (nodes need
+the result they follow arrives. A task whose worker process died (killed, out of memory, its node
+lost) is retried by Ray itself up to `max_retries` times (Ray's task option of that name; a run that
+fails by itself is not, as `retry_exceptions` stays off), as the local pool does; Ray does not report
+how many retries a task took, so results count none. A task out of retries comes back as a failed run,
+and a re-run of the sweep retries it. Left out: runtime environments (nodes need
 the package installed).
 """
 
@@ -25,18 +31,26 @@ def _ray():
 
 
 class RayBackend:
-    """Connects on entry (RAY_ADDRESS, else a local cluster of `num_cpus`); shuts down what it started."""
+    """Connects on entry (`address`, else RAY_ADDRESS, else a local cluster of `num_cpus`); shuts down
+    the connection it made."""
 
-    def __init__(self, num_cpus: int | None = None, gpus: float = 0.0) -> None:
-        self.num_cpus, self.gpus = num_cpus, gpus
+    def __init__(self, num_cpus: int | None = None, gpus: float = 0.0, max_retries: int = 2,
+                 address: str | None = None) -> None:
+        if gpus < 0:
+            raise ValueError(f"GPUs per run must be >= 0, got {gpus}")
+        self.num_cpus, self.gpus, self.max_retries, self.address = num_cpus, gpus, max_retries, address
         self._started = False
 
     def __enter__(self) -> RayBackend:
         ray = _ray()
         if not ray.is_initialized():
-            address = os.environ.get("RAY_ADDRESS")
+            address = self.address or os.environ.get("RAY_ADDRESS")
             if address:
-                ray.init(address=address, log_to_driver=False)
+                try:
+                    ray.init(address=address, log_to_driver=False)
+                except (ConnectionError, RuntimeError, ray.exceptions.RayError) as exc:
+                    raise RuntimeError(f"cannot join the Ray cluster at {address}: {one_line(exc)} (start one with "
+                                       "`ray start --head`, or check the address)") from exc
             else:
                 ray.init(num_cpus=self.num_cpus, include_dashboard=False, log_to_driver=False)
             self._started = True
@@ -57,7 +71,7 @@ class RayBackend:
         pending = {}
 
         def submit(task: Task) -> None:
-            options = {"num_cpus": task.threads, "num_gpus": self.gpus, "max_retries": 0, "name": f"{task.kind}:{task.name}"}
+            options = {"num_cpus": task.threads, "num_gpus": self.gpus, "max_retries": self.max_retries, "name": f"{task.kind}:{task.name}"}
             pending[remote_execute.options(**options).remote(task)] = task
 
         try:

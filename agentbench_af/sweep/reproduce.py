@@ -8,8 +8,11 @@ finished runs (sweep config hashes) and resumes killed ones.
 
 The `paper` preset names Hugging Face models (Qwen2.5-Instruct sizes) that are looked up under
 `--model-dir`; it refuses to start, with one line saying what is missing, when a model directory, its
-weights or a CUDA device are absent. Left out: choosing a subset of a preset (write a spec and use
-`agentbench-af sweep`).
+weights or (for runs on `cuda`) a CUDA device are absent. A preset can be cut to a subset of its grid
+(`envs`, `models`, `methods`, `seeds`: values the preset has) and given `key=value` overrides that win
+over every setting of the preset, its per-environment ones included (e.g. a CPU smoke test of `paper`
+on a small local model: `run.device=cpu`, fewer steps). Left out: grid values the preset does not have
+(write a spec and use `agentbench-af sweep`).
 """
 
 from __future__ import annotations
@@ -20,11 +23,10 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from agentbench_af.models.hf import WEIGHT_FILES
 from agentbench_af.models.tiny import TINY_SPECS
 from agentbench_af.sweep.runner import Backend, RunOutcome, plan_sweep, run_sweep
 from agentbench_af.sweep.spec import GridSpec, SweepSpec, load_sweep_spec
-
-WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
 
 
 class ReproduceError(RuntimeError):
@@ -39,6 +41,11 @@ class ReproduceConfig:
     backend: Backend = "local"
     workers: int | None = None
     model_dir: Path | None = None  # where the Hugging Face models of the `paper` preset live
+    envs: tuple[str, ...] = ()  # run only these of the preset's environments (empty: all)
+    models: tuple[str, ...] = ()
+    methods: tuple[str, ...] = ()
+    seeds: tuple[int, ...] = ()
+    overrides: tuple[str, ...] = ()  # key=value, applied after everything the preset sets
 
     @property
     def name(self) -> str:
@@ -96,25 +103,45 @@ def check_model_dir(models: list[str], model_dir: Path | None) -> dict[str, Path
     return found
 
 
-def check_gpu() -> None:
+def check_gpu(spec: SweepSpec) -> None:
+    """ReproduceError when a run of `spec` asks for `cuda` and there is none."""
     import torch
 
-    if not torch.cuda.is_available():
+    from agentbench_af.sweep.spec import expand
+
+    if any(c.run.device.startswith("cuda") for c in expand(spec)) and not torch.cuda.is_available():
         raise ReproduceError("this preset trains billion-parameter models and needs a CUDA GPU, but "
                              "torch.cuda.is_available() is False; run a cpu-* preset here instead")
 
 
+def _subset(axis: str, chosen: tuple, preset: tuple, name: str) -> tuple:
+    """`chosen` (in the preset's order) when every value is on the preset's axis; all of it when empty."""
+    missing = [v for v in chosen if v not in preset]
+    if missing:
+        raise ReproduceError(f"preset {name} has no {axis} {missing}; its {axis}: {list(preset)}")
+    return tuple(v for v in preset if v in chosen) if chosen else preset
+
+
 def prepare_spec(cfg: ReproduceConfig) -> SweepSpec:
-    """The preset's spec with its work folder and, for hub models, their local paths filled in."""
+    """The preset's spec cut to the chosen grid values, with the overrides, its work folder and, for hub
+    models, their local paths filled in."""
     spec = load_sweep_spec(preset_path(cfg.preset))
+    g = spec.grid
+    grid = GridSpec(envs=_subset("envs", cfg.envs, g.envs, cfg.name),
+                    models=_subset("models", cfg.models, g.models, cfg.name),
+                    methods=_subset("methods", cfg.methods, g.methods, cfg.name),
+                    seeds=_subset("seeds", cfg.seeds, g.seeds, cfg.name))
+    per_env = {env: items for env, items in spec.per_env.items() if not grid.envs or env in grid.envs}
+    if cfg.overrides:  # after the per-environment settings too, so they have the last word
+        per_env = {env: [*per_env.get(env, []), *cfg.overrides] for env in grid.envs} if grid.envs else per_env
+    spec = dataclasses.replace(spec, grid=grid, per_env=per_env, overrides=(*spec.overrides, *cfg.overrides))
     models = hub_models(spec)
-    grid = spec.grid
     if models:
         paths = check_model_dir(models, cfg.model_dir)
-        check_gpu()
-        grid = GridSpec(envs=grid.envs, models=tuple(str(paths.get(m, m)) for m in grid.models),
-                        methods=grid.methods, seeds=grid.seeds)
-    return dataclasses.replace(spec, grid=grid, out_dir=str(cfg.work.resolve()))
+        grid = dataclasses.replace(grid, models=tuple(str(paths.get(m, m)) for m in grid.models))
+        spec = dataclasses.replace(spec, grid=grid)
+        check_gpu(spec)
+    return dataclasses.replace(spec, out_dir=str(cfg.work.resolve()))
 
 
 def publish_records(outcomes: list[RunOutcome], leaderboard: Path) -> list[Path]:

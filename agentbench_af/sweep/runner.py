@@ -11,6 +11,7 @@ their warm starts finish).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -74,6 +75,7 @@ class RunOutcome:
     final_success: float | None = None
     error: str | None = None
     wall_time_s: float = 0.0
+    retries: int = 0  # resubmissions after its worker process died
 
 
 def _stored_hash(path: Path) -> str | None:
@@ -110,10 +112,32 @@ def plan_run(cfg: TrainConfig) -> PlannedRun:
     return PlannedRun(cfg, run_dir, h, "new")
 
 
+def check_cells(cfgs: list[TrainConfig], shared_warm_starts: bool = False) -> None:
+    """`check_runnable` on every cell of the grid (each distinct check once); ConfigError names the run.
+    Shared warm starts are built by the sweep, so their `run.init_from` folders need not exist yet."""
+    from agentbench_af.train.preflight import check_runnable
+
+    seen: set[str] = set()
+    for cfg in cfgs:
+        if shared_warm_starts:
+            cfg = dataclasses.replace(cfg, run=dataclasses.replace(cfg.run, init_from=None))
+        data = to_dict(cfg)
+        key = json.dumps([data["env"], data["model"], data["eval"], cfg.run.init_from, cfg.run.device], sort_keys=True)
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            check_runnable(cfg)
+        except ConfigError as exc:
+            raise ConfigError(f"run {cfg.run_name}: {exc}") from exc
+
+
 def plan_sweep(spec: SweepSpec | str | Path) -> SweepPlan:
-    """Expand the grid and classify every run directory; nothing is written."""
+    """Expand the grid, check every cell (`check_runnable`) and classify every run directory; nothing is written."""
     spec = spec if isinstance(spec, SweepSpec) else load_sweep_spec(spec)
-    runs = [plan_run(cfg) for cfg in expand(spec)]
+    cfgs = expand(spec)
+    check_cells(cfgs, shared_warm_starts=spec.warm_start == "shared")
+    runs = [plan_run(cfg) for cfg in cfgs]
     warm: dict[str, Task] = {}
     if spec.warm_start == "shared":
         for r in runs:
@@ -130,9 +154,13 @@ def uses_cuda(cfgs: list[TrainConfig]) -> bool:
     return any(c.run.device.startswith("cuda") or (c.run.device == "auto" and torch.cuda.is_available()) for c in cfgs)
 
 
-def make_backend(backend: Backend, workers: int | None, spec: SweepSpec, n_tasks: int, cfgs: list[TrainConfig]):
+def make_backend(backend: Backend, workers: int | None, spec: SweepSpec, n_tasks: int, cfgs: list[TrainConfig],
+                 address: str | None = None):
     """The backend context manager. Local workers default to cores // threads_per_run, or to one when
-    runs use CUDA (every local worker would share one device; for several GPUs use Ray with gpus_per_run)."""
+    runs use CUDA (every local worker would share one device; for several GPUs use Ray with gpus_per_run).
+    `address`: the Ray cluster to join (ray backend only)."""
+    if address is not None and backend != "ray":
+        raise SweepError(f"an address ({address}) is for the ray backend, not {backend!r}")
     if workers is not None and workers < 1:
         raise SweepError(f"workers must be >= 1, got {workers}")
     if backend == "serial":
@@ -143,11 +171,12 @@ def make_backend(backend: Backend, workers: int | None, spec: SweepSpec, n_tasks
         from agentbench_af.sweep.local import PoolBackend, default_workers
 
         default = 1 if uses_cuda(cfgs) else default_workers(spec.threads_per_run)
-        return PoolBackend(min(workers or default, max(n_tasks, 1)), spec.threads_per_run)
+        return PoolBackend(min(workers or default, max(n_tasks, 1)), spec.threads_per_run, spec.max_retries)
     if backend == "ray":
         from agentbench_af.sweep.ray_backend import RayBackend
 
-        return RayBackend(workers * spec.threads_per_run if workers else None, spec.gpus_per_run)
+        return RayBackend(workers * spec.threads_per_run if workers else None, spec.gpus_per_run, spec.max_retries,
+                          address)
     raise SweepError(f"unknown backend {backend!r}; choose local, ray or serial")
 
 
@@ -183,12 +212,14 @@ def _outcome(run: PlannedRun, status: str, result: TaskResult | None = None, fin
         model=c.model.path or c.model.name, seed=c.run.seed, status=status,  # type: ignore[arg-type]
         final_success=result.final_success if result else final,
         error=result.error if result else None, wall_time_s=result.wall_time_s if result else 0.0,
+        retries=result.retries if result else 0,
     )
 
 
 def run_sweep(spec: SweepSpec | str | Path, backend: Backend = "local", workers: int | None = None,
-              show_progress: bool = True) -> list[RunOutcome]:
-    """Run every unfinished run of `spec` (a SweepSpec or a YAML path); one outcome per run, grid order."""
+              show_progress: bool = True, address: str | None = None) -> list[RunOutcome]:
+    """Run every unfinished run of `spec` (a SweepSpec or a YAML path); one outcome per run, grid order.
+    `address`: the Ray cluster to join (`auto`, or the head's HOST:PORT; ray backend only)."""
     plan = plan_sweep(spec)
     spec = plan.spec
     if plan.conflicts:
@@ -196,7 +227,7 @@ def run_sweep(spec: SweepSpec | str | Path, backend: Backend = "local", workers:
         raise SweepError(f"{len(plan.conflicts)} run dir(s) hold another config, e.g. {first.run_dir}: {first.detail}; "
                          "use another out_dir or remove them")
     backend_cm = make_backend(backend, workers, spec, max(len(plan.todo), len(plan.warm_starts)),
-                              [r.cfg for r in plan.todo])
+                              [r.cfg for r in plan.todo], address)
     atomic_write_text(Path(spec.out_dir) / "sweep.yaml", yaml.safe_dump(to_dict(spec), sort_keys=False))
     outcomes: dict[str, RunOutcome] = {}
     results: dict[str, TaskResult] = {}

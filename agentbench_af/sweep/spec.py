@@ -8,6 +8,7 @@ A spec is YAML read into frozen dataclasses (unknown keys are one-line errors):
     per_env: {FrozenLake-8x8-v0: [rl.steps=40]}
     out_dir: sweeps/frozenlake          # runs go to out_dir/runs/<env>-<method>-<model>-s<seed>
     warm_start: shared                  # per-run (default) | shared: one SFT per (env, model, seed)
+    max_retries: 2                      # resubmissions of a task whose worker process died
 
 Override order: base, grid values, `overrides`, `per_env`; then the sweep sets run.name, run.out_dir,
 run.threads (= threads_per_run) and, for shared warm starts, run.init_from. An empty grid axis keeps
@@ -52,10 +53,13 @@ class SweepSpec:
     warm_start: Literal["per-run", "shared"] = "per-run"
     threads_per_run: int = 1  # torch threads per run; workers = cores // threads_per_run
     gpus_per_run: float = 0.0  # Ray only: GPUs reserved per run
+    max_retries: int = 2  # resubmissions of a task whose worker process died (local pool; Ray's max_retries)
 
     def __post_init__(self) -> None:
         if self.threads_per_run < 1:
             raise ConfigError(f"threads_per_run: must be >= 1, got {self.threads_per_run}")
+        if self.max_retries < 0:
+            raise ConfigError(f"max_retries: must be >= 0, got {self.max_retries}")
         if self.gpus_per_run < 0:
             raise ConfigError(f"gpus_per_run: must be >= 0, got {self.gpus_per_run}")
         for env_id, items in self.per_env.items():
@@ -126,7 +130,7 @@ def expand(spec: SweepSpec) -> list[TrainConfig]:
                     grid += _model_override(model) if model else []
                     data = apply_overrides(base, grid + list(spec.overrides) + list(spec.per_env.get(env_id, [])))
                     cfg = from_dict(TrainConfig, data)
-                    run = {"out_dir": str(runs_dir), "name": cfg.run_name, "threads": spec.threads_per_run}
+                    run = {"out_dir": str(runs_dir), "name": cfg.run.name or cfg.run_label, "threads": spec.threads_per_run}
                     if spec.warm_start == "shared":
                         run["init_from"] = str(ws_dir / warm_start_key(cfg))
                     out.append(from_dict(TrainConfig, {**to_dict(cfg), "run": {**to_dict(cfg)["run"], **run}}))

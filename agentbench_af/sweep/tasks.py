@@ -3,7 +3,9 @@
 `execute(task)` never raises for a failing run: it writes a failed `record.json` (error in one line)
 and `error.txt` (the traceback) into the run directory and returns a failed `TaskResult`, so the
 other runs go on. It is a module-level function so process pools and Ray can pickle it.
-Left out: retries (a re-run of the sweep retries failed runs, resuming from their checkpoints).
+A run whose folder another process holds (`RunFolderBusy`) fails without writing into that folder.
+Left out: retrying a run that failed by itself (a re-run of the sweep retries it, from its checkpoint);
+the backends retry tasks whose worker process died.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ class TaskResult:
     final_success: float | None = None
     error: str | None = None
     wall_time_s: float = 0.0
+    retries: int = 0  # times the task was resubmitted because its worker process died
 
 
 def one_line(exc: BaseException) -> str:
@@ -76,6 +79,7 @@ def clear_failure(run_dir: str | Path) -> None:
 def execute(task: Task) -> TaskResult:
     """Run one task in this process; failures are recorded, not raised (KeyboardInterrupt still is)."""
     from agentbench_af.train import loop  # looked up at call time so tests can patch loop.train
+    from agentbench_af.train.run_folder import RunFolderBusy
 
     start = time.time()
     set_threads(task.threads)
@@ -87,6 +91,8 @@ def execute(task: Task) -> TaskResult:
         clear_failure(task.path)
         record = loop.train(task.cfg, resume=True, show_progress=False)
         return TaskResult(task.kind, task.name, "completed", record.final_success, wall_time_s=time.time() - start)
+    except RunFolderBusy as exc:  # another process owns the folder: write nothing into it
+        return TaskResult(task.kind, task.name, "failed", error=str(exc), wall_time_s=time.time() - start)
     except Exception as exc:  # noqa: BLE001 - a failing run must not stop the sweep
         error, trace = one_line(exc), traceback.format_exc()
         elapsed = time.time() - start

@@ -9,6 +9,7 @@ A method is `estimator x weighting` written as `base[+weighting]`: `ppo` (GAE wi
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -17,10 +18,16 @@ from agentbench_af.rollout.types import RolloutConfig
 from agentbench_af.train.loss import LossConfig
 
 BASE_ESTIMATORS = {"ppo": "gae", "grpo": "grpo", "rloo": "rloo", "gigpo": "gigpo-step"}
+#: estimators whose baseline is the other rollouts of the same prompt: a group of one has advantage 0
+GROUP_ESTIMATORS = ("grpo", "rloo", "gigpo-step")
 
 
 def _check_counts(cfg: Any, section: str, positive: tuple[str, ...] = (), **minimums: int) -> None:
     """Raise ValueError naming `section.field` for a field below its minimum (or not > 0 for `positive`)."""
+    for name in (*minimums, *positive):
+        value = getattr(cfg, name)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"{section}.{name} must be a finite number, got {value!r}")
     for name, lo in minimums.items():
         if getattr(cfg, name) < lo:
             raise ValueError(f"{section}.{name} must be >= {lo}, got {getattr(cfg, name)!r}")
@@ -115,16 +122,21 @@ class EvalConfig:
 class RunConfig:
     seed: int = 0
     out_dir: str = "runs"
-    name: str = ""  # run directory name; empty: <env>-<method>-<model>-s<seed>
+    name: str = ""  # run directory name; empty: <env>-<method>-<model>-s<seed>-<6 digits of the config hash>
     init_from: str | None = None  # a warm-start policy directory to branch from (skips SFT)
     checkpoint_every: int = 5
     save_rollouts_every: int = 0  # 0: never; else save a rollout sample every N steps
     rollout_sample_groups: int = 8  # groups per saved sample
     threads: int = 0  # torch threads; 0: all cores
     device: str = "auto"  # auto: cuda when available
+    # data parallelism under torchrun (WORLD_SIZE > 1; ignored for one process): ddp replicates the model
+    # on every rank, fsdp2 shards parameters, gradients and optimizer state (torch fully_shard)
+    parallel: Literal["ddp", "fsdp2"] = "ddp"
 
     def __post_init__(self) -> None:
         _check_counts(self, "run", checkpoint_every=1, save_rollouts_every=0, rollout_sample_groups=1, threads=0)
+        if self.parallel not in ("ddp", "fsdp2"):
+            raise ValueError(f"run.parallel must be ddp or fsdp2, got {self.parallel!r}")
 
 
 @dataclass(frozen=True)
@@ -164,14 +176,30 @@ class TrainConfig:
             object.__setattr__(
                 self, "credit", dataclasses.replace(self.credit, estimator=estimator, weighting=weighting)
             )
+        if not self.rollout.temperature > 0:
+            raise ValueError(f"rollout.temperature must be > 0 for RL rollouts (their log-probs train the policy), "
+                             f"got {self.rollout.temperature!r}")
+        if self.credit.estimator in GROUP_ESTIMATORS and self.rollout.group_size < 2:
+            raise ValueError(f"method {self.method}: rollout.group_size must be >= 2 for {self.credit.estimator} "
+                             f"(it compares rollouts of one prompt; a group of 1 has advantage 0), got {self.rollout.group_size}")
+        samples = self.rl.prompts_per_step * self.rollout.group_size
+        if self.rl.minibatches > samples:
+            raise ValueError(f"rl.minibatches ({self.rl.minibatches}) must be <= rl.prompts_per_step x "
+                             f"rollout.group_size ({samples} trajectories per step)")
 
     @property
     def needs_value_head(self) -> bool:
         return self.credit.estimator == "gae"
 
     @property
-    def run_name(self) -> str:
-        if self.run.name:
-            return self.run.name
+    def run_label(self) -> str:
+        """`<env>-<method>-<model>-s<seed>`: what a sweep names its runs (its grid keeps them apart)."""
         model = self.model.path.rstrip("/").split("/")[-1] if self.model.path else self.model.name
         return f"{self.env.id}-{self.method}-{model}-s{self.run.seed}"
+
+    @property
+    def run_name(self) -> str:
+        """`run.name`, else the label plus 6 digits of the config hash, so different configs get different folders."""
+        from agentbench_af.config import config_hash
+
+        return self.run.name or f"{self.run_label}-{config_hash(self)[:6]}"

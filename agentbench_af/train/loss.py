@@ -92,19 +92,22 @@ def clipped_surrogate(
     return loss
 
 
-def agg_loss(per_token: torch.Tensor, mask: torch.Tensor, mode: str) -> torch.Tensor:
+def agg_loss(per_token: torch.Tensor, mask: torch.Tensor, mode: str,
+             denominator: torch.Tensor | float | None = None) -> torch.Tensor:
     """Aggregate (B, T) per-token values over mask to a scalar.
 
     token-mean: sum / number of masked tokens. seq-mean-token-mean: mean over sequences of each
     sequence's token mean. seq-mean-token-sum: mean over sequences of each sequence's token sum.
     Sequences are the rows with at least one masked token; an empty mask gives 0.
+    `denominator` replaces the count divided by (tokens for token-mean, sequences otherwise): data-parallel
+    ranks pass the global count over the world size (`train.distributed.UpdateSync`).
     """
     mask = mask.bool()
     values = torch.where(mask, per_token, torch.zeros_like(per_token))  # (B, T): NaN-safe masking
     tokens = mask.sum(-1)  # (B,)
-    rows = (tokens > 0).sum().clamp(min=1)
+    rows = (tokens > 0).sum().clamp(min=1) if denominator is None else denominator
     if mode == "token-mean":
-        return values.sum() / tokens.sum().clamp(min=1)
+        return values.sum() / (tokens.sum().clamp(min=1) if denominator is None else denominator)
     if mode == "seq-mean-token-mean":
         return (values.sum(-1) / tokens.clamp(min=1)).sum() / rows
     if mode == "seq-mean-token-sum":
@@ -119,10 +122,12 @@ def policy_loss(
     weights: torch.Tensor,
     mask: torch.Tensor,
     cfg: LossConfig,
+    denominator: torch.Tensor | float | None = None,
 ) -> torch.Tensor:
-    """agg_t(w_t * surrogate_t): the weighted policy-gradient loss (weights are detached here)."""
+    """agg_t(w_t * surrogate_t): the weighted policy-gradient loss (weights are detached here;
+    `denominator`: see `agg_loss`)."""
     surrogate = clipped_surrogate(logprobs, old_logprobs, advantages, cfg)  # (B, T)
-    return agg_loss(weights.detach() * surrogate, mask, cfg.agg)
+    return agg_loss(weights.detach() * surrogate, mask, cfg.agg, denominator)
 
 
 def value_loss(
@@ -131,15 +136,17 @@ def value_loss(
     returns: torch.Tensor,
     mask: torch.Tensor,
     cfg: LossConfig,
+    denominator: torch.Tensor | float | None = None,
 ) -> torch.Tensor:
-    """PPO clipped value loss, 0.5 * max((V - R)^2, (V_clip - R)^2), aggregated with cfg.agg (unweighted)."""
+    """PPO clipped value loss, 0.5 * max((V - R)^2, (V_clip - R)^2), aggregated with cfg.agg (unweighted;
+    `denominator`: see `agg_loss`)."""
     unclipped = (values - returns) ** 2  # (B, T)
     if cfg.value_clip is None:
         per_token = 0.5 * unclipped
     else:
         clipped_values = old_values + (values - old_values).clamp(-cfg.value_clip, cfg.value_clip)  # (B, T)
         per_token = 0.5 * torch.maximum(unclipped, (clipped_values - returns) ** 2)
-    return agg_loss(per_token, mask, cfg.agg)
+    return agg_loss(per_token, mask, cfg.agg, denominator)
 
 
 def kl_k3(logprobs: torch.Tensor, ref_logprobs: torch.Tensor) -> torch.Tensor:
@@ -148,9 +155,10 @@ def kl_k3(logprobs: torch.Tensor, ref_logprobs: torch.Tensor) -> torch.Tensor:
     return torch.exp(log_ratio) - log_ratio - 1.0
 
 
-def entropy_bonus(entropy: torch.Tensor, mask: torch.Tensor, mode: str) -> torch.Tensor:
+def entropy_bonus(entropy: torch.Tensor, mask: torch.Tensor, mode: str,
+                  denominator: torch.Tensor | float | None = None) -> torch.Tensor:
     """Aggregated policy entropy (subtract entropy_coef times this from the loss)."""
-    return agg_loss(entropy, mask, mode)
+    return agg_loss(entropy, mask, mode, denominator)
 
 
 @torch.no_grad()

@@ -1,5 +1,5 @@
 """`score_batch` returns a scored copy of a sampled batch and leaves the batch it was given unchanged:
-old log-probs are the training forward pass's on generated tokens (0 elsewhere), values come from a
+old log-probs and entropies are the training forward pass's on generated tokens (0 elsewhere), values come from a
 value head (masked the same way), and a reference model equal to the policy gives equal log-probs."""
 
 import copy
@@ -48,6 +48,9 @@ def test_score_batch_returns_a_scored_copy(sampled):
         lp, _, values = token_stats(lm, batch.input_ids, batch.attention_mask, value_head=head, with_entropy=False)
     mask = batch.response_mask  # (B, T)
     assert torch.equal(scored.old_logprobs, lp * mask)
+    with torch.no_grad():
+        _, entropy, _ = token_stats(lm, batch.input_ids, batch.attention_mask)  # (B, T)
+    assert torch.equal(scored.entropy, entropy * mask)  # the trainer's entropies replace the engine's
     assert torch.equal(scored.values, values * mask)
     assert torch.equal(scored.ref_logprobs, scored.old_logprobs)  # the reference is a copy of the policy
     assert bool((scored.old_logprobs[mask] < 0).all()) and bool((scored.old_logprobs[~mask] == 0).all())

@@ -83,7 +83,7 @@ def test_follow_ups_after_a_dead_worker_get_a_fresh_pool(tmp_path, tiny_base, mo
     def then(result: TaskResult) -> list[Task]:
         return [Task("run", "after", cfg, str(tmp_path))] if result.name == "die" else []
 
-    with PoolBackend(workers=1, threads=1) as pool:
+    with PoolBackend(workers=1, threads=1, max_retries=0) as pool:  # no retries: the break itself is seen
         results = {r.name: r for r in pool.run(tasks, then=then)}
     assert set(results) == {"die", "queued", "after"}
     assert results["die"].status == "failed" and results["die"].error.startswith("worker process died")

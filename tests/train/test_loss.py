@@ -72,6 +72,19 @@ def test_agg_modes(mode, expected):
     assert agg_loss(PER_TOKEN, MASK, mode).item() == pytest.approx(expected)
 
 
+@pytest.mark.parametrize(
+    "mode, denominator, expected",
+    [
+        # a rank holding these rows of a batch with 10 tokens (20 sequences) over 2 ranks divides by 5 (10):
+        ("token-mean", 5.0, (1 + 2 + 3 + 4) / 5),  # 2.0
+        ("seq-mean-token-mean", 10.0, (2.0 + 4.0) / 10),  # 0.6: each row's own token mean stays local
+        ("seq-mean-token-sum", 10.0, (6.0 + 4.0) / 10),  # 1.0
+    ],
+)
+def test_agg_with_a_given_denominator(mode, denominator, expected):
+    assert agg_loss(PER_TOKEN, MASK, mode, torch.tensor(denominator)).item() == pytest.approx(expected)
+
+
 def test_agg_rejects_unknown_mode_and_handles_empty_mask():
     with pytest.raises(ValueError, match="token-mean, seq-mean-token-mean, seq-mean-token-sum"):
         agg_loss(PER_TOKEN, MASK, "sum")

@@ -1,0 +1,61 @@
+"""Training forward with a shared prompt: run each distinct prompt once, then every row's continuation.
+
+The G rollouts of a prompt share its ids up to their first generated token, and in a single-turn batch
+that prompt is most of every row (FrozenLake: 146 of 194 columns). `shared_prefix_logits` runs the
+distinct prefixes (the first L columns, L = the earliest generated position of the batch) once, with
+the KV cache, gathers that cache back to every row (gradients flow back through the gather), and runs
+the remaining columns of all rows on top of it. The logits equal a full forward's up to float
+rounding; the gradients reach the prompt's keys and values through every row that attends to them.
+Left out: models whose cache is not a transformers `DynamicCache` with per-layer `keys`/`values` (and
+models without `logits_to_keep`): the caller then runs the plain forward. With dropout, the rows of a
+group share the prompt's dropout mask.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+def shared_prefix_length(input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                         response_mask: torch.Tensor) -> tuple[int, torch.Tensor, torch.Tensor] | None:
+    """(L, distinct prefixes (U, L), row -> prefix index (B,)) when some rows share their first L ids;
+    None when every row has its own prefix, a row has no generated token, or L < 2."""
+    has = response_mask.any(-1)  # (B,)
+    if not bool(has.all()):
+        return None
+    length = int(response_mask.float().argmax(-1).min())  # earliest generated position
+    if length < 2 or not bool(attention_mask[:, :length].all()):
+        return None
+    prefixes, inverse = torch.unique(input_ids[:, :length], dim=0, return_inverse=True)  # (U, L), (B,)
+    if prefixes.shape[0] == input_ids.shape[0]:
+        return None
+    return length, prefixes, inverse
+
+
+def shared_prefix_logits(lm: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                         position_ids: torch.Tensor, cols: torch.Tensor,
+                         response_mask: torch.Tensor) -> torch.Tensor | None:
+    """(B, K, V) logits at positions `cols` (sorted; the logits predicting each generated token), or
+    None when the batch has no shared prefix or the model's cache cannot be gathered by rows."""
+    found = shared_prefix_length(input_ids, attention_mask, response_mask)
+    if found is None:
+        return None
+    length, prefixes, inverse = found
+    if int(cols[0]) != length - 1:  # the first kept logit is the prefix's last position
+        return None
+    n = prefixes.shape[0]
+    positions = torch.arange(length, device=input_ids.device).expand(n, length)  # (U, L): no padding before L
+    head = lm(input_ids=prefixes, attention_mask=torch.ones_like(prefixes), position_ids=positions, use_cache=True,
+              logits_to_keep=1)
+    cache = head.past_key_values
+    layers = getattr(cache, "layers", None)
+    if not layers or not all(hasattr(layer, "keys") and hasattr(layer, "values") for layer in layers):
+        return None
+    for layer in layers:
+        layer.keys = layer.keys[inverse]  # (B, heads, L, D)
+        layer.values = layer.values[inverse]
+    rest = cols[1:] - length  # (K-1,) positions in the continuation
+    tail = lm(input_ids=input_ids[:, length:], attention_mask=attention_mask.long(), position_ids=position_ids[:, length:],
+              past_key_values=cache, use_cache=True, logits_to_keep=rest)
+    return torch.cat([head.logits[inverse], tail.logits], dim=1)  # (B, K, V)

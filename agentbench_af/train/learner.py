@@ -1,0 +1,68 @@
+"""`Learner`: what an RL update changes, built from a warm start: the policy, its critic (a value head
+or a separate critic network, for GAE), a frozen reference model (KL or `ref` energies), the optimizer
+and its learning-rate schedule, with the state a checkpoint saves and restores. In a data-parallel run
+`trained` holds the modules the update runs on (DDP wrappers or FSDP2 shards, `train.data_parallel`) and
+the checkpoint state is still the full, one-process state, so any world size resumes it.
+
+Left out: parameter-efficient fine-tuning (every policy weight is trained).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from agentbench_af.models.policy import Policy
+from agentbench_af.models.value import ValueHead
+from agentbench_af.train.config import TrainConfig
+from agentbench_af.train.critic import SeparateCritic
+from agentbench_af.train.data_parallel import DataParallel, TrainModules
+from agentbench_af.train.distributed import SINGLE, Ranks
+from agentbench_af.train.sft import warmup_lambda
+
+
+@dataclass
+class Learner:
+    policy: Policy
+    value_head: ValueHead | None
+    critic: SeparateCritic | None
+    ref_lm: nn.Module | None
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler
+    parallel: DataParallel
+    trained: TrainModules  # what ppo_update runs on: the plain modules for one process
+
+    def model_state(self) -> dict[str, Any]:
+        state = self.parallel.model_state()
+        return {"lm": state.get("lm"), "value_head": state.get("value_head"), "critic": state.get("critic")}
+
+    def optimizer_state(self) -> dict[str, Any]:
+        return self.parallel.optimizer_state(self.optimizer)
+
+    def load_state(self, model: dict[str, Any], optimizer: dict[str, Any], scheduler: dict[str, Any]) -> None:
+        self.parallel.load_model_state(model)
+        self.parallel.load_optimizer_state(self.optimizer, optimizer)
+        self.scheduler.load_state_dict(scheduler)
+
+
+def build_learner(cfg: TrainConfig, warm_dir: Path, device: torch.device, ranks: Ranks = SINGLE) -> Learner:
+    policy = Policy.load(warm_dir, device)
+    separate = cfg.needs_value_head and cfg.rl.critic == "separate"
+    value_head = policy.ensure_value_head() if cfg.needs_value_head and not separate else None
+    critic = SeparateCritic(policy.lm) if separate else None  # copied from the warm start, before any update
+    needs_ref = cfg.loss.kl_coef > 0 or cfg.credit.energy_source == "ref"
+    ref_lm = copy.deepcopy(policy.lm).eval().requires_grad_(False) if needs_ref else None
+    parallel = DataParallel(ranks, cfg.run.parallel, device)
+    trained = parallel.wrap(TrainModules(policy.lm, value_head, critic))
+    groups = [{"params": list(trained.lm.parameters()), "lr": cfg.rl.lr}]
+    for module in (trained.value_head, trained.critic):
+        if module is not None:
+            groups.append({"params": list(module.parameters()), "lr": cfg.rl.critic_lr})
+    optimizer = torch.optim.AdamW(groups, weight_decay=cfg.rl.weight_decay)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_lambda(cfg.rl.warmup_steps))
+    return Learner(policy, value_head, critic, ref_lm, optimizer, scheduler, parallel, trained)

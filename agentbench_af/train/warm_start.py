@@ -1,0 +1,112 @@
+"""The warm start: a tiny policy SFT'd on expert demonstrations (or `model.path`), saved as a policy folder.
+
+Its provenance is checked, not assumed. A warm-start folder records the settings it was built with
+(`warm_start.yaml`: env, model, sft, rollout, format role and seed, plus the SFT statistics);
+`prepare_warm_start` reuses a folder only when those equal the run's, and rebuilds it otherwise (a
+folder left by an earlier config, or one without a readable record). A run that branches from
+`run.init_from` uses that folder as it is, and its record states what it was built with.
+Left out: partial reuse (a changed SFT budget rebuilds from scratch rather than training on).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+import yaml
+from tqdm.auto import tqdm
+
+from agentbench_af.config import ConfigError, from_dict, to_dict
+from agentbench_af.io import atomic_dir, atomic_write_text
+from agentbench_af.models.policy import Policy, build_policy
+from agentbench_af.train.config import TrainConfig
+from agentbench_af.train.sft import sft_warm_start
+
+#: the config sections a warm start depends on (SFT demonstrations use the collector's contexts)
+WARM_START_FIELDS = ("env", "model", "sft", "rollout")
+RECORD_FILE = "warm_start.yaml"
+
+
+def warm_start_settings(cfg: TrainConfig) -> dict[str, Any]:
+    """Everything that decides the warm start `cfg` builds, as plain data (not `credit.format_role`: SFT
+    trains on every generated token whatever its role)."""
+    data = {k: v for k, v in to_dict(cfg).items() if k in WARM_START_FIELDS}
+    return {**data, "seed": cfg.run.seed}
+
+
+def settings_key(settings: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def recorded_settings(warm_dir: Path) -> dict[str, Any] | None:
+    """The settings a warm-start folder was built with, or None (no policy, no readable record)."""
+    warm_dir = Path(warm_dir)
+    if not (warm_dir / "policy.json").exists():
+        return None
+    try:
+        saved = yaml.safe_load((warm_dir / RECORD_FILE).read_text())
+        return warm_start_settings(from_dict(TrainConfig, saved["config"]))
+    except (OSError, yaml.YAMLError, ConfigError, KeyError, TypeError):
+        return None
+
+
+@dataclass(frozen=True)
+class WarmStart:
+    """The warm start a run used: where, how it came to be, and the settings it was built with."""
+
+    path: Path
+    source: Literal["built", "reused", "init_from"]
+    settings: dict[str, Any] | None  # None: not built by agentbench-af (a final policy, a model folder)
+    matches_config: bool  # built with the run's own warm-start settings
+
+    def to_record(self) -> dict[str, Any]:
+        s = self.settings
+        return {"path": str(self.path), "source": self.source, "key": settings_key(s) if s else None,
+                "matches_config": self.matches_config, "sft": s["sft"] if s else None,
+                "model": s["model"] if s else None, "seed": s["seed"] if s else None}
+
+    @property
+    def sft_steps(self) -> int | None:
+        return self.settings["sft"]["steps"] if self.settings else None
+
+
+def _build(cfg: TrainConfig, out_dir: Path, device: torch.device, show_progress: bool) -> None:
+    torch.manual_seed(cfg.run.seed)
+    if cfg.model.path:
+        policy = Policy.load(cfg.model.path, device)
+    else:
+        policy = build_policy(cfg.model.name, [cfg.env.id], cfg.model.vocab_size, cfg.model.tokenizer_episodes, cfg.run.seed)
+    policy.lm.to(device)
+    bar = tqdm(total=cfg.sft.steps, desc=f"warm start {cfg.env.id}", disable=not show_progress, leave=False)
+    stats = sft_warm_start(policy.lm, policy.tokenizer, policy.chat, cfg, device,
+                           progress=lambda s, loss: (bar.update(1), bar.set_postfix(loss=f"{loss:.3f}")))
+    bar.close()
+    policy.save(out_dir)
+    record = {"sft": stats, "key": settings_key(warm_start_settings(cfg)), "config": to_dict(cfg)}
+    atomic_write_text(out_dir / RECORD_FILE, yaml.safe_dump(record, sort_keys=False))
+
+
+def prepare_warm_start(cfg: TrainConfig, out_dir: Path, device: torch.device, show_progress: bool = True) -> Path:
+    """Build the tiny policy and SFT it (or load `model.path`) into `out_dir`, unless `out_dir` already
+    holds a warm start built with the same settings; a folder built with other settings is rebuilt."""
+    out_dir = Path(out_dir)
+    if recorded_settings(out_dir) != warm_start_settings(cfg):
+        with atomic_dir(out_dir) as tmp:
+            _build(cfg, tmp, device, show_progress)
+    return out_dir
+
+
+def warm_start_for(cfg: TrainConfig, run_dir: Path, device: torch.device, show_progress: bool = True) -> WarmStart:
+    """The run's warm start: `run.init_from` as it is, else `<run_dir>/warm_start` (built or checked)."""
+    own = warm_start_settings(cfg)
+    if cfg.run.init_from:
+        found = recorded_settings(Path(cfg.run.init_from))
+        return WarmStart(Path(cfg.run.init_from), "init_from", found, found == own)
+    path = Path(run_dir) / "warm_start"
+    reused = recorded_settings(path) == own
+    prepare_warm_start(cfg, path, device, show_progress)
+    return WarmStart(path, "reused" if reused else "built", own, True)

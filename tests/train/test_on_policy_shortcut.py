@@ -1,0 +1,94 @@
+"""The on-policy shortcut (`train.step`): with one epoch and one minibatch the update's own forward gives
+the old log-probs, and the update equals the one after the separate scoring pass: the same parameters
+after the step, the same metrics and the same scored batch, for GRPO and for GRPO+ActFocus with the
+energy read from the old log-probs (its weights are computed inside the update). The pass is kept
+wherever the shortcut would not be exact."""
+
+import copy
+import dataclasses
+
+import pytest
+import torch
+from train_helpers import FROZENLAKE
+
+from agentbench_af.models.policy import Policy
+from agentbench_af.rollout.collect import collect_rollouts
+from agentbench_af.rollout.engine import TransformersEngine
+from agentbench_af.rollout.to_batch import trajectories_to_batch
+from agentbench_af.rollout.types import RolloutConfig
+from agentbench_af.train.config import RLConfig, TrainConfig
+from agentbench_af.train.step import scores_in_update, update_on_batch
+from agentbench_af.train.update import UpdateInputs, ppo_update
+
+CPU = torch.device("cpu")
+
+
+@pytest.fixture(scope="module")
+def sampled(warm_start):
+    """A rollout batch as the collector leaves it (engine log-probs, not yet scored)."""
+    policy = Policy.load(warm_start)
+    engine = TransformersEngine(policy.lm, policy.pad_token_id)
+    torch.manual_seed(0)
+    trajs = collect_rollouts(engine, policy.tokenizer, policy.chat, FROZENLAKE, [1, 2, 3],
+                             RolloutConfig(group_size=4, max_new_tokens=48))
+    batch = trajectories_to_batch(trajs, "full", policy.pad_token_id)
+    # returns that differ within every group, so that every advantage is non-zero
+    batch.traj_return = batch.traj_return + torch.rand(batch.traj_return.shape, generator=torch.Generator().manual_seed(0))
+    return batch
+
+
+def _step(warm_start, batch, cfg: TrainConfig, shortcut: bool):
+    policy = Policy.load(warm_start)
+    optimizer = torch.optim.AdamW(policy.lm.parameters(), lr=1e-3, weight_decay=0.0)
+    scored, metrics = update_on_batch(policy.lm, dataclasses.replace(batch), cfg, optimizer,
+                                      torch.Generator().manual_seed(0), CPU, score_in_update=shortcut)
+    return dict(policy.lm.named_parameters()), metrics, scored
+
+
+@pytest.mark.parametrize("method", ["grpo", "grpo+actfocus"])
+def test_the_shortcut_gives_the_same_update_as_the_scoring_pass(warm_start, sampled, method):
+    cfg = TrainConfig(method=method)
+    assert cfg.credit.energy_source == "old"  # ActFocus weights read the old log-probs
+    params, metrics, scored = _step(warm_start, sampled, cfg, shortcut=False)
+    params_s, metrics_s, scored_s = _step(warm_start, sampled, cfg, shortcut=True)
+    assert metrics.keys() == metrics_s.keys()
+    for key in metrics:
+        assert metrics_s[key] == pytest.approx(metrics[key], rel=1e-5, abs=1e-6), key
+    # on-policy: the ratio is exactly 1 with the shortcut
+    assert metrics_s["clip_frac"] == 0.0 and metrics_s["approx_kl"] == 0.0 and metrics_s["ratio_max"] == 1.0
+    for name, p in params.items():
+        torch.testing.assert_close(params_s[name], p, rtol=1e-5, atol=1e-6, msg=name)
+    # the scored batch the loop keeps (snapshot, saved rollouts) holds the same old log-probs
+    torch.testing.assert_close(scored_s.old_logprobs, scored.old_logprobs, rtol=1e-5, atol=1e-6)
+    assert not torch.equal(scored_s.old_logprobs, sampled.old_logprobs)  # no longer the engine's numbers
+    assert torch.equal(scored_s.old_logprobs == 0, ~sampled.response_mask)
+
+
+def test_actfocus_weights_follow_the_forward_log_probs(warm_start, sampled):
+    """The shortcut's ActFocus step differs from GRPO's: the weights computed inside the update are used."""
+    params_g, metrics_g, _ = _step(warm_start, sampled, TrainConfig(method="grpo"), shortcut=True)
+    params_a, metrics_a, _ = _step(warm_start, sampled, TrainConfig(method="grpo+actfocus"), shortcut=True)
+    assert metrics_a["pg_loss"] != pytest.approx(metrics_g["pg_loss"], rel=1e-3)
+    assert any(not torch.allclose(params_a[n], params_g[n]) for n in params_g)
+
+
+def test_the_pass_is_kept_where_the_shortcut_is_not_exact(warm_start):
+    policy = Policy.load(warm_start)
+    engine = TransformersEngine(policy.lm, policy.pad_token_id)
+    grpo = TrainConfig(method="grpo")
+    assert scores_in_update(grpo, policy.lm, engine)
+    assert not scores_in_update(dataclasses.replace(grpo, rl=RLConfig(epochs=2)), policy.lm, engine)
+    assert not scores_in_update(dataclasses.replace(grpo, rl=RLConfig(minibatches=2)), policy.lm, engine)
+    assert not scores_in_update(grpo, policy.lm, engine, ref_lm=copy.deepcopy(policy.lm))
+    assert not scores_in_update(grpo, policy.lm, engine, critic=policy.ensure_value_head())
+    # rollouts sampled by another model or engine (vLLM): their log-probs are not the training forward's
+    assert not scores_in_update(grpo, policy.lm, TransformersEngine(copy.deepcopy(policy.lm), policy.pad_token_id))
+    assert not scores_in_update(grpo, policy.lm, object())
+
+
+def test_scoring_in_the_update_refuses_several_optimizer_steps(warm_start, sampled):
+    policy = Policy.load(warm_start)
+    optimizer = torch.optim.AdamW(policy.lm.parameters(), lr=1e-3)
+    inputs = UpdateInputs(dataclasses.replace(sampled), credit=lambda b: pytest.fail("credit must not run"))
+    with pytest.raises(ValueError, match="one epoch and one minibatch"):
+        ppo_update(policy.lm, None, optimizer, inputs, TrainConfig().loss, 1, 2, 1.0, torch.Generator().manual_seed(0), CPU)
