@@ -80,6 +80,7 @@ class RunRecord:
     bottleneck: dict[str, Any] | None = None  # action-bottleneck ratios at warm start and final step
     warm_start: dict[str, Any] | None = None  # the warm start used: path, source, key, its SFT settings
     parallel: dict[str, Any] | None = None  # processes that trained it: {"world_size": n, "strategy": ddp|fsdp2|null}
+    fingerprint: dict[str, Any] | None = None  # results/fingerprint.py; None in records written before it
     record_version: int = RECORD_VERSION
 
     def save(self, run_dir: str | Path) -> Path:

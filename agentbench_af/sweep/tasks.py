@@ -58,6 +58,7 @@ def write_failure(cfg: TrainConfig, run_dir: str | Path, error: str, trace: str,
     """A failed run's `record.json` (final_success None) and `error.txt` (the traceback)."""
     from agentbench_af.config import config_hash, to_dict
     from agentbench_af.io import atomic_write_text
+    from agentbench_af.results.fingerprint import environment_fingerprint
     from agentbench_af.results.record import RunRecord, git_commit, package_versions
 
     run_dir = Path(run_dir)
@@ -66,7 +67,7 @@ def write_failure(cfg: TrainConfig, run_dir: str | Path, error: str, trace: str,
         env_id=cfg.env.id, method=cfg.method, model=cfg.model.path or cfg.model.name, model_params=0,
         seed=cfg.run.seed, config_hash=config_hash(cfg), config=to_dict(cfg), protocol={},
         final_success=None, wall_time_s=wall_time_s, status="failed", error=error,
-        git_commit=git_commit(), versions=package_versions(),
+        git_commit=git_commit(), versions=package_versions(), fingerprint=environment_fingerprint(cfg.run.device),
     ).save(run_dir)
 
 

@@ -5,7 +5,7 @@ import shutil
 
 from train_helpers import tiny_config
 
-from agentbench_af.train import loop
+from agentbench_af.train import distributed_eval, loop
 from agentbench_af.train.warm_eval import shared_warm_eval, warm_eval_key
 
 
@@ -46,8 +46,8 @@ def test_second_method_reuses_the_first_runs_warm_start_eval(tmp_path, warm_star
     assert len(list((warm / "evals").glob("*.json"))) == 1
 
     calls = []
-    real = loop.evaluate_policy
-    monkeypatch.setattr(loop, "evaluate_policy", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = distributed_eval.evaluate_policy  # the loop evaluates through train.distributed_eval
+    monkeypatch.setattr(distributed_eval, "evaluate_policy", lambda *a, **k: calls.append(1) or real(*a, **k))
     second = loop.train(tiny_config(tmp_path / "b", method="ppo", rl__steps=1, eval__every=1,
                                     run__init_from=str(warm)), show_progress=False)
     assert len(calls) == 1  # only the step-1 evaluation ran; step 0 came from the warm start's file
