@@ -138,6 +138,25 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
     return out
 
 
+def read_yaml_mapping(path: str | Path, what: str = "config file", empty_ok: bool = True) -> dict[str, Any]:
+    """The mapping at the top of the YAML file `path` ({} for an empty file when `empty_ok`); a one-line
+    ConfigError naming `what` when the file is missing, unreadable, not YAML or not a mapping."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"{what} not found: {p}")
+    try:
+        loaded = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{p}: not valid YAML ({str(exc).splitlines()[0]})") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{p}: cannot read ({exc.__class__.__name__}: {exc})") from exc
+    if loaded is None and empty_ok:
+        return {}
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"{p}: the top level must be a mapping")
+    return loaded
+
+
 def load_config(cls: type[T], path: str | Path | None = None, overrides: list[str] | None = None) -> T:
     """Read YAML at `path` (optional), apply overrides, and build `cls`."""
     return from_dict(cls, read_config_mapping(path, overrides))
@@ -145,18 +164,7 @@ def load_config(cls: type[T], path: str | Path | None = None, overrides: list[st
 
 def read_config_mapping(path: str | Path | None = None, overrides: list[str] | None = None) -> dict[str, Any]:
     """The mapping `load_config` builds from: YAML at `path` (optional) with the overrides applied."""
-    data: dict[str, Any] = {}
-    if path is not None:
-        p = Path(path)
-        if not p.exists():
-            raise ConfigError(f"config file not found: {p}")
-        try:
-            loaded = yaml.safe_load(p.read_text())
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{p}: not valid YAML ({str(exc).splitlines()[0]})") from exc
-        if loaded is not None and not isinstance(loaded, dict):
-            raise ConfigError(f"{p}: the top level must be a mapping")
-        data = loaded or {}
+    data = read_yaml_mapping(path) if path is not None else {}
     return apply_overrides(data, overrides or [])
 
 

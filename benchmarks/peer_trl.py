@@ -131,7 +131,7 @@ class OurStep:
         cfg = self.cfg
         t0 = time.perf_counter()
         trajs = collect_rollouts(self.engine, self.policy.tokenizer, self.policy.chat, cfg.env.id, self.seeds,
-                                 cfg.rollout, cfg.credit.format_role, cfg.env.overrides)
+                                 cfg.rollout, cfg.env.overrides)
         t_gen = time.perf_counter() - t0
         batch = trajectories_to_batch(trajs, cfg.rollout.context_mode, self.policy.pad_token_id)
         self.count += 1

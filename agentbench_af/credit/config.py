@@ -9,9 +9,8 @@ Field meanings (docs/method.md is the reference for the weighting knobs):
   set 0.95 for the classic control-RL bias/variance trade.
 - gae_whiten: gae only. Whiten the advantages over all generated tokens of the batch (subtract their
   mean, divide by their Bessel-corrected std), as verl, TRL and OpenRLHF do for PPO; returns (the critic's
-  targets) are left as they are. False keeps the raw A = return - V: while the critic is still far from
-  the returns (it starts at 0; Sokoban returns are -5..+10), every token then gets an advantage of one
-  sign and PPO pushes down everything it sampled (measured: valid turns 57 % -> 4 % in 9 steps).
+  targets) are left as they are. False keeps the raw A = return - V (docs/history/defaults.md says why
+  the default is on).
 - grpo_norm_by_std: divide group-centred returns by the group std (GRPO); False gives Dr. GRPO's
   centring only. Also applies to gigpo-step's step groups.
 - weighting: a name in `TOKEN_WEIGHTINGS` (built in: uniform, actfocus, actfocus-reasoning-only,
@@ -22,8 +21,8 @@ Field meanings (docs/method.md is the reference for the weighting knobs):
   weight that comes from its energy softmax. tau: softmax temperature. w_max: upper clip of action weights.
 - scope: the action-token set A of the softmax: all action tokens of the trajectory, or of the turn.
 - energy_source: old (rollout log-probs), ref (reference-model log-probs), entropy (rollout entropy).
-  `old` is the spec's default; with tau 1 its softmax weights a token by 1/p of its draw. On the CPU
-  learning checks `entropy` learned and `old` did not (README, FrozenLake v4 / Sokoban v7).
+  `old` is the spec's default; with tau 1 its softmax weights a token by 1/p of its draw (what the
+  learning checks found per source: docs/history/defaults.md).
 - preserve_mass: rescale each trajectory's ActFocus weights to sum to its number of generated tokens.
 - format_role: whether `format` tokens count as reasoning (default) or action tokens.
 - top_entropy_fraction: the kept fraction of generated tokens for `top-entropy`.

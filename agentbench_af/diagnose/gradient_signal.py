@@ -30,6 +30,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from agentbench_af.credit.roles import credit_roles
 from agentbench_af.formats.roles import Role
 from agentbench_af.models.forward import token_stats
 from agentbench_af.rollout.batch import RolloutBatch
@@ -43,11 +44,9 @@ def role_masks(batch: RolloutBatch, format_role: str = "reasoning") -> dict[str,
     ("format": neither)."""
     if format_role not in FORMAT_ROLES:
         raise ValueError(f"format_role must be one of {list(FORMAT_ROLES)}, got {format_role!r}")
-    resp, roles = batch.response_mask.bool(), batch.roles.long()  # (B, T)
-    fmt = roles == int(Role.FORMAT)  # (B, T)
+    resp = batch.response_mask.bool()  # (B, T)
+    roles = batch.roles if format_role == "format" else credit_roles(batch.roles, format_role)  # (B, T)
     masks = {"action": roles == int(Role.ACTION), "reasoning": roles == int(Role.REASONING)}
-    if format_role in masks:
-        masks[format_role] = masks[format_role] | fmt
     return {k: resp & m for k, m in masks.items()}
 
 

@@ -5,10 +5,10 @@
 
 `prompts` distinct seeds of the environment's training range (drawn with `seed`), `rollout.group_size`
 rollouts each, through the training code path: `collect_rollouts`, `trajectories_to_batch`, roles as
-credit counts them (`credit.credit_view` with `format_role`), then old log-probs and entropies recomputed
-by the training forward pass (`models.forward.score_batch`). So the batch is what a training step at this
-policy would see. torch is seeded with `seed`: a call repeats on one machine. Left out: value estimates
-(no critic is involved).
+credit counts them (`credit.credit_view` with `format_role`), then old log-probs and entropies
+recomputed by the training forward pass (`models.forward.score_batch`). So the batch is what a training
+step at this policy would see. torch is seeded with `seed`: a call repeats on one machine. Left out:
+value estimates (no critic is involved).
 """
 
 from __future__ import annotations

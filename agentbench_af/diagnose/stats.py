@@ -14,11 +14,8 @@ Per energy source (`old`: -old_logprobs, `entropy`, `ref`: -ref_logprobs when pr
   ratio = signal share / token share (the bottleneck ratio is the action role's).
 - signed_signal: sum of c over the role (not in the paper: noise cancels in it, unlike in |c|).
 - null_ratio (not in the paper): the mean ratio over `null_permutations` shuffles of the returns within
-  each group, i.e. the ratio when reward is unrelated to the tokens. |c| = |e - mean_e| * |R - mean_R|
-  measures how far a role's energies spread around the group mean (weighted by the rollout's reward
-  deviation), not whether they move with the reward: a role whose energies sit far from the group mean
-  gets a ratio above 1 with no reward information at all, and the ratio stays near its null_ratio
-  unless |R - mean_R| goes with that spread. pearson and signed_signal are what react to reward.
+  each group, i.e. the ratio when reward is unrelated to the tokens (how to read the ratio against it:
+  docs/history/defaults.md).
 - mean_energy: over the role's generated tokens in every group (skipped ones too).
 - pearson: per group (prompt), Pearson across its rollouts between R_i and the mean energy of the role's
   tokens in rollout i (rollouts without such tokens left out), averaged over the groups where it is

@@ -21,9 +21,8 @@ Format ids keep `Role.FORMAT`: where credit assignment counts them (`credit.form
 `credit.roles`, nowhere else.
 
 Tags split over several ids, a missing `</think>` or `</answer>`, and text after `</answer>` are all
-handled by step 3. Speed (2-core CPU, fast tokenizers): ~60 us per 100-token response; each id's piece
-is memoised per tokenizer object, and so are the pieces of short runs of ids that end inside a character
-(so do not add tokens to a tokenizer after its first use here).
+handled by step 3. Each id's piece is memoised per tokenizer object, and so are the pieces of short runs
+of ids that end inside a character (so do not add tokens to a tokenizer after its first use here).
 Left out: prompt tokens (the caller marks them `Role.PROMPT`) and batching over responses.
 """
 

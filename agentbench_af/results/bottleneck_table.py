@@ -26,8 +26,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from agentbench_af.io import atomic_write_text
 from agentbench_af.results.table import cell_stats, method_sort_key
+from agentbench_af.results.table_files import write_table_files
 
 WARM = "warm start"
 SOURCE_ORDER = ["old", "entropy", "ref"]
@@ -256,10 +256,5 @@ def to_csv(table: BottleneckTable) -> str:
 
 def write_bottleneck_table(table: BottleneckTable, out_dir: str | Path, formats: tuple[str, ...] = FORMATS) -> list[Path]:
     """bottleneck.md / bottleneck.csv for the formats among `formats` (others are ignored); no timestamps."""
-    out_dir = Path(out_dir)
-    written = []
-    if "md" in formats:
-        written.append(atomic_write_text(out_dir / "bottleneck.md", to_markdown(table)))
-    if "csv" in formats:
-        written.append(atomic_write_text(out_dir / "bottleneck.csv", to_csv(table)))
-    return written
+    return write_table_files(out_dir, {"md": [("bottleneck.md", lambda: to_markdown(table))],
+                                       "csv": [("bottleneck.csv", lambda: to_csv(table))]}, formats)

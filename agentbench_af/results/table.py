@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from agentbench_af.credit import method_names
-from agentbench_af.io import atomic_write_text
+from agentbench_af.results.table_files import write_table_files
 
 PROTOCOL_FIELDS = ["eval_episodes", "eval_temperature", "sft_steps", "rl_steps", "prompts_per_step", "group_size",
                    "max_turns", "context_mode", "catalogue"]
@@ -187,13 +187,8 @@ def write_table(table: SuccessTable, out_dir: str | Path, formats: tuple[str, ..
     unknown = sorted(set(formats) - set(FORMATS))
     if unknown:
         raise ValueError(f"unknown table format(s) {unknown}; choose from {list(FORMATS)}")
-    out_dir = Path(out_dir)
-    written = []
-    if "md" in formats:
-        written.append(atomic_write_text(out_dir / "table.md", to_markdown(table)))
-    if "csv" in formats:
-        written.append(atomic_write_text(out_dir / "table.csv", to_csv(table)))
-        written.append(atomic_write_text(out_dir / "stats.csv", table.stats.to_csv(index=False)))
-    if "tex" in formats:
-        written.append(atomic_write_text(out_dir / "table.tex", to_latex(table)))
-    return written
+    return write_table_files(out_dir, {
+        "md": [("table.md", lambda: to_markdown(table))],
+        "csv": [("table.csv", lambda: to_csv(table)), ("stats.csv", lambda: table.stats.to_csv(index=False))],
+        "tex": [("table.tex", lambda: to_latex(table))],
+    }, formats)

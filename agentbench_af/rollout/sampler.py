@@ -6,8 +6,8 @@ end at different lengths pays for the finished rows too (FrozenLake, tiny-0.2m: 
 id, or `max_new_tokens`), `on_finish` sees the cache while they are still in it (the engine copies their
 keys/values for cross-turn reuse); once finished rows are a quarter of the cache's rows they are removed
 from the cache, the mask and the positions (a removal copies the cache, so it is not done per row).
-Sampling is by inverse CDF (`torch.rand` + `searchsorted` on the cumulative probabilities, ~4x cheaper
-than `torch.multinomial` on CPU at (128, 512)), at temperature T with an optional nucleus cut; log-probs
+Sampling is by inverse CDF (`torch.rand` + `searchsorted` on the cumulative probabilities, in place of
+`torch.multinomial`: docs/benchmarks.md), at temperature T with an optional nucleus cut; log-probs
 and entropies are those of the temperature-scaled distribution before the cut, as in the engine.
 Decoding steps pass a ready (B, 1, 1, S) boolean mask, so transformers builds no mask per step.
 Left out: caches other than transformers' `StaticCache` (the engine uses `model.generate` for those),

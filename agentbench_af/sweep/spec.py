@@ -25,9 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
-from agentbench_af.config import ConfigError, apply_overrides, from_dict, to_dict
+from agentbench_af.config import ConfigError, apply_overrides, from_dict, read_yaml_mapping, to_dict
 from agentbench_af.train.config import TrainConfig, train_config_from_dict
 
 
@@ -78,14 +76,7 @@ def load_sweep_spec(path: str | Path, imports: tuple[str, ...] | list[str] = ())
     """Read a spec YAML; a relative `base` path is resolved against the spec's folder; `imports` (from
     `--import`) are added to the spec's own."""
     path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"sweep spec not found: {path}")
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from exc
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: the top level must be a mapping")
+    data = read_yaml_mapping(path, "sweep spec", empty_ok=False)
     base = data.get("base")
     if isinstance(base, str) and not Path(base).is_absolute() and (path.parent / base).is_file():
         data = {**data, "base": str((path.parent / base).resolve())}
@@ -99,13 +90,7 @@ def base_dict(spec: SweepSpec) -> dict[str, Any]:
     """The base config as a plain dict (read from YAML when `base` is a path)."""
     if isinstance(spec.base, dict):
         return dict(spec.base)
-    p = Path(spec.base)
-    if not p.is_file():
-        raise ConfigError(f"base config not found: {p}")
-    loaded = yaml.safe_load(p.read_text()) or {}
-    if not isinstance(loaded, dict):
-        raise ConfigError(f"{p}: the top level must be a mapping")
-    return loaded
+    return read_yaml_mapping(spec.base, "base config")
 
 
 def _model_override(name: str) -> list[str]:

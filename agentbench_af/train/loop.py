@@ -98,12 +98,13 @@ def _train(cfg: TrainConfig, run, ranks: dp.Ranks, device: torch.device, autocas
         return {"step": step, **result.to_dict()}
 
     def collect(step: int) -> tuple[RolloutBatch, list]:
-        """This rank's rollouts of step `step` (seeded by run seed, step, rank); roles as credit counts them."""
+        """This rank's rollouts of step `step` (seeded by run seed, step and rank), before scoring."""
         torch.manual_seed(dp.rank_seed(step_seed(cfg.run.seed, step, 0), ranks))
         seeds = draw_train_seeds(env, cfg.rl.prompts_per_step, np.random.default_rng(step_seed(cfg.run.seed, step, 2)))
         trajs = collect_rollouts(engine, policy.tokenizer, policy.chat, cfg.env.id, dp.share(seeds, ranks),
                                  cfg.rollout, cfg.env.overrides)
-        return credit_view(trajectories_to_batch(trajs, cfg.rollout.context_mode, policy.pad_token_id), cfg.credit), trajs
+        batch = trajectories_to_batch(trajs, cfg.rollout.context_mode, policy.pad_token_id)
+        return credit_view(batch, cfg.credit), trajs  # roles as credit counts them
 
     def snapshot(batch: RolloutBatch, step: int):
         """The diagnostic of a scored batch at the current policy (headline gradients included)."""

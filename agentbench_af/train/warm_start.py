@@ -32,9 +32,10 @@ RECORD_FILE = "warm_start.yaml"
 
 
 def warm_start_settings(cfg: TrainConfig) -> dict[str, Any]:
-    """Everything that decides the warm start `cfg` builds, as plain data."""
+    """Everything that decides the warm start `cfg` builds, as plain data (not `credit.format_role`: SFT
+    trains on every generated token whatever its role)."""
     data = {k: v for k, v in to_dict(cfg).items() if k in WARM_START_FIELDS}
-    return {**data, "seed": cfg.run.seed}  # not credit.format_role: SFT trains on every generated token
+    return {**data, "seed": cfg.run.seed}
 
 
 def settings_key(settings: dict[str, Any]) -> str:

@@ -39,7 +39,8 @@ def test_score_batch_returns_a_scored_copy(sampled):
     batch = dataclasses.replace(batch, old_logprobs=torch.full_like(batch.old_logprobs, 7.0))  # (B, T) sentinel
     before = _snapshot(batch)
     head = ValueHead(int(lm.config.hidden_size), seed=3)
-    scored = score_batch(lm, batch, 1.0, "cpu", value_head=head, ref_lm=copy.deepcopy(lm))
+    ref = copy.deepcopy(lm)
+    scored = score_batch(lm, batch, 1.0, "cpu", value_head=head, ref_lm=ref)
     assert scored is not batch
     after = _snapshot(batch)
     assert all(torch.equal(before[k], after[k]) if isinstance(before[k], torch.Tensor) else before[k] is after[k]
@@ -52,9 +53,9 @@ def test_score_batch_returns_a_scored_copy(sampled):
         _, entropy, _ = token_stats(lm, batch.input_ids, batch.attention_mask)  # (B, T)
     assert torch.equal(scored.entropy, entropy * mask)  # the trainer's entropies replace the engine's
     assert torch.equal(scored.values, values * mask)
-    # the reference is a copy of the policy (equal to float rounding: the policy's pass also feeds the value
-    # head, so it computes its logits in one full forward; the reference shares each prompt's prefix)
-    assert torch.allclose(scored.ref_logprobs, scored.old_logprobs, atol=1e-5, rtol=0)
+    assert torch.equal(scored.ref_logprobs, response_logprobs(ref, batch, 1.0, "cpu"))
+    # the reference is a copy of the policy (its pass skips the entropy, so equal up to float rounding)
+    assert torch.allclose(scored.ref_logprobs, scored.old_logprobs, rtol=0.0, atol=1e-5)
     assert bool((scored.old_logprobs[mask] < 0).all()) and bool((scored.old_logprobs[~mask] == 0).all())
     assert scored.input_ids is batch.input_ids and scored.roles is batch.roles  # the rest is shared, not copied
 
