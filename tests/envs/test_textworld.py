@@ -181,6 +181,7 @@ def test_two_processes_generating_one_game_both_get_a_valid_file(tmp_path: Path,
 
 def test_invalid_command_never_reaches_the_game(envs, monkeypatch: pytest.MonkeyPatch) -> None:
     env = envs["treasure_hunter"]
+    env.reset(seed=1_000_000)  # generates the game first if it is not cached (generation plays its policy)
     calls: list[str] = []
     real_step = TextWorldGame.step
     monkeypatch.setattr(TextWorldGame, "step", lambda self, c: calls.append(c) or real_step(self, c))
