@@ -111,6 +111,12 @@ def _train(cfg: TrainConfig, run, ranks: dp.Ranks, device: torch.device, autocas
         return bottleneck_snapshot(batch, step, lm=policy.lm, temperature=cfg.rollout.temperature, device=device,
                                    format_role=cfg.credit.format_role, settings=to_dict(cfg.diagnostic))
 
+    def note_warm_start(scored: RolloutBatch) -> None:
+        """The warm-start policy's batch (step 0, before any update) for the record (kept in checkpoints)."""
+        whole = gather_batch(scored, ranks, policy.pad_token_id)
+        if whole is not None:
+            progress.bottleneck_warm_start = snapshot(whole, 0).to_dict()
+
     start, progress = run.restore(learner) or (0, None)
     engine.load_weights(policy.lm)  # a restored checkpoint's weights
     if progress is None:
@@ -126,34 +132,16 @@ def _train(cfg: TrainConfig, run, ranks: dp.Ranks, device: torch.device, autocas
         sampled = batch
         gen = torch.Generator().manual_seed(step_seed(cfg.run.seed, step, 1))
         with engine.updating(policy.lm):  # the engine samples from the new weights afterwards
-            # step 0 keeps the pass: its diagnostic reads the warm-start policy before the update
-            if on_policy and step > 0:  # old log-probs from the update's own forward (exact: train.step)
+            if on_policy and step > 0:  # old log-probs from the update's forward; step 0 scores first (diagnostic)
                 batch, update_metrics = update_on_batch(trained.lm, batch, cfg, learner.optimizer, gen, device,
                                                         autocast, score_in_update=True)
             else:
-                # old log-probs and entropies from the training forward pass (same numerics as the update)
-                batch = score_batch(policy.lm, batch, cfg.rollout.temperature, device, learner.value_head,
-                                    learner.ref_lm, learner.critic)
-                if step == 0:  # the warm-start policy's batch, before any update (kept in checkpoints)
-                    whole = gather_batch(batch, ranks, policy.pad_token_id)
-                    if whole is not None:
-                        progress.bottleneck_warm_start = snapshot(whole, 0).to_dict()
-                advantage = rank_advantages(batch, cfg.credit, ranks)
-                weights = rank_token_weights(batch, cfg.credit, ranks)
-                update_metrics = ppo_update(
-                    trained.lm, trained.value_head, learner.optimizer,
-                    UpdateInputs(batch, advantage.advantages, advantage.returns, weights), cfg.loss, cfg.rl.epochs,
-                    cfg.rl.minibatches, cfg.rollout.temperature, gen, device, autocast,
-                    detach_critic=cfg.rl.critic == "detached", critic=trained.critic, sync=sync,
-                )
+                batch, update_metrics = scored_update(cfg, learner, batch, gen, device, autocast, ranks, sync,
+                                                      note_warm_start if step == 0 else lambda _: None)
             learner.parallel.after_update()
         learner.scheduler.step()
         done = step + 1
-        row = step_row(done, batch, trajs, t_rollout, time.time() - t0, learner.scheduler.get_last_lr()[0],
-                       dp.reduce_metrics(update_metrics, ranks))
-        row = dp.reduce_row(row, sum(len(tr.turns) for tr in trajs), ranks)
-        mismatch = logprob_mismatch(sampled.old_logprobs, batch.old_logprobs, batch.response_mask)
-        row["rollout/logprob_mismatch_max"] = float(dp.all_reduce(torch.tensor([mismatch], dtype=torch.float64), ranks, "max")[0])
+        row = step_metrics(done, sampled, batch, trajs, t_rollout, time.time() - t0, learner, update_metrics, ranks)
         run.save_rollouts(batch, done)
         if done % cfg.eval.every == 0 or done == cfg.rl.steps:
             row["eval"] = evaluate(done)
@@ -164,14 +152,50 @@ def _train(cfg: TrainConfig, run, ranks: dp.Ranks, device: torch.device, autocas
     bar.close()
 
     # one more batch with the same recipe (the one a step cfg.rl.steps + 1 would sample) for the final ratio
-    final_batch, _ = collect(cfg.rl.steps)
-    final_batch = score_batch(policy.lm, final_batch, cfg.rollout.temperature, device)
-    final_whole = gather_batch(final_batch, ranks, policy.pad_token_id)
+    final_batch = score_batch(policy.lm, collect(cfg.rl.steps)[0], cfg.rollout.temperature, device)
     final = progress.curve[-1] if progress.curve else evaluate(cfg.rl.steps)
     getattr(engine, "close", lambda: None)()  # a vLLM engine frees its memory
+    return finish_run(cfg, run, policy, env, warm, progress, final, final_batch, snapshot, ranks)
+
+
+def finish_run(cfg: TrainConfig, run, policy, env, warm, progress, final: dict, final_batch: RolloutBatch,
+               snapshot, ranks: dp.Ranks) -> RunRecord:
+    """Rank 0 writes the record (the final batch's diagnostic included); every rank returns it."""
+    final_whole = gather_batch(final_batch, ranks, policy.pad_token_id)
     record = None
-    if final_whole is not None:  # rank 0 writes the record; the other ranks get it from there
+    if final_whole is not None:
         bottleneck = record_bottleneck(progress.bottleneck_warm_start, snapshot(final_whole, cfg.rl.steps))
         record = run.finish(policy, run_record(cfg, policy.num_params, env, warm, progress, final, bottleneck,
                                                ranks.world_size))
     return dp.broadcast_object(record, ranks)
+
+
+def scored_update(cfg: TrainConfig, learner, batch: RolloutBatch, gen: torch.Generator, device: torch.device,
+                  autocast: torch.dtype | None, ranks: dp.Ranks, sync, before_credit) -> tuple[RolloutBatch, dict]:
+    """Old log-probs and entropies from the training forward pass (same numerics as the update), credit
+    over every rank's rows, then `ppo_update`; `before_credit(scored batch)` runs before the credit."""
+    policy, trained = learner.policy, learner.trained
+    batch = score_batch(policy.lm, batch, cfg.rollout.temperature, device, learner.value_head, learner.ref_lm,
+                        learner.critic)
+    before_credit(batch)
+    advantage = rank_advantages(batch, cfg.credit, ranks)
+    weights = rank_token_weights(batch, cfg.credit, ranks)
+    metrics = ppo_update(
+        trained.lm, trained.value_head, learner.optimizer,
+        UpdateInputs(batch, advantage.advantages, advantage.returns, weights), cfg.loss, cfg.rl.epochs,
+        cfg.rl.minibatches, cfg.rollout.temperature, gen, device, autocast,
+        detach_critic=cfg.rl.critic == "detached", critic=trained.critic, sync=sync,
+    )
+    return batch, metrics
+
+
+def step_metrics(done: int, sampled: RolloutBatch, batch: RolloutBatch, trajs: list, t_rollout: float,
+                 t_step: float, learner, update_metrics: dict, ranks: dp.Ranks) -> dict:
+    """The step's metrics row over all ranks, with the engine's log-probs against the trainer's."""
+    row = step_row(done, batch, trajs, t_rollout, t_step, learner.scheduler.get_last_lr()[0],
+                   dp.reduce_metrics(update_metrics, ranks))
+    row = dp.reduce_row(row, sum(len(tr.turns) for tr in trajs), ranks)
+    mismatch = logprob_mismatch(sampled.old_logprobs, batch.old_logprobs, batch.response_mask)
+    row["rollout/logprob_mismatch_max"] = float(dp.all_reduce(torch.tensor([mismatch], dtype=torch.float64),
+                                                              ranks, "max")[0])
+    return row
