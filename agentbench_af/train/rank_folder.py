@@ -19,11 +19,10 @@ from agentbench_af.models.policy import Policy
 from agentbench_af.results.record import RunRecord
 from agentbench_af.rollout.batch import RolloutBatch
 from agentbench_af.train.bookkeeping import Progress
-from agentbench_af.train.checkpoint import latest_checkpoint, load_checkpoint, restore_rng_states
 from agentbench_af.train.config import TrainConfig
 from agentbench_af.train.distributed import Ranks, broadcast_object
 from agentbench_af.train.learner import Learner
-from agentbench_af.train.run_folder import RunFolder, RunFolderError
+from agentbench_af.train.run_folder import RunFolder, RunFolderError, restore_latest
 
 
 class FollowerFolder:
@@ -34,13 +33,7 @@ class FollowerFolder:
         self.dir = Path(cfg.run.out_dir) / cfg.run_name
 
     def restore(self, learner: Learner) -> tuple[int, Progress] | None:
-        ckpt = latest_checkpoint(self.dir) if self.resume else None
-        if ckpt is None:
-            return None
-        state, rng = load_checkpoint(ckpt)
-        learner.load_state(state.model, state.optimizer, state.scheduler)
-        restore_rng_states(rng)
-        return state.step, Progress.from_dict(state.extra)
+        return restore_latest(self.dir, learner) if self.resume else None
 
     def begin(self, first_eval: Callable[[], dict[str, Any]]) -> Progress:
         first = first_eval()

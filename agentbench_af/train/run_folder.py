@@ -131,6 +131,18 @@ def empty_folder(run_dir: Path) -> None:
         shutil.rmtree(item) if item.is_dir() and not item.is_symlink() else item.unlink()
 
 
+def restore_latest(run_dir: Path, learner: Learner) -> tuple[int, Progress] | None:
+    """Load `run_dir`'s latest checkpoint into `learner` and the RNGs: (its step, the run's progress), or
+    None when there is no checkpoint."""
+    ckpt = latest_checkpoint(run_dir)
+    if ckpt is None:
+        return None
+    state, rng = load_checkpoint(ckpt)
+    learner.load_state(state.model, state.optimizer, state.scheduler)
+    restore_rng_states(rng)
+    return state.step, Progress.from_dict(state.extra)
+
+
 class RunFolder:
     """A locked run folder; see the module docstring. Use as `with RunFolder(cfg, resume) as run: ...`."""
 
@@ -164,14 +176,10 @@ class RunFolder:
 
     def restore(self, learner: Learner) -> tuple[int, Progress] | None:
         """Load the latest checkpoint into `learner` (and the RNGs); None when there is none."""
-        ckpt = latest_checkpoint(self.dir) if self.resume else None
-        if ckpt is None:
-            return None
-        state, rng = load_checkpoint(ckpt)
-        learner.load_state(state.model, state.optimizer, state.scheduler)
-        restore_rng_states(rng)
-        rewrite_jsonl(self.metrics, [r for r in read_jsonl(self.metrics) if r["step"] <= state.step])
-        return state.step, Progress.from_dict(state.extra)
+        restored = restore_latest(self.dir, learner) if self.resume else None
+        if restored is not None:  # metrics rows past the checkpoint are redone
+            rewrite_jsonl(self.metrics, [r for r in read_jsonl(self.metrics) if r["step"] <= restored[0]])
+        return restored
 
     def begin(self, first_eval: Callable[[], dict[str, Any]]) -> Progress:
         """A fresh start: evaluate the warm start (step 0) and write the first metrics row."""
