@@ -169,7 +169,7 @@ def read_config_mapping(path: str | Path | None = None, overrides: list[str] | N
 
 
 HASH_DROP = ("run.seed", "run.out_dir", "run.name", "run.init_from", "run.threads", "run.parallel", "diagnostic",
-             "run.report_to", "imports")
+             "run.report_to", "imports", "eval.also_greedy")
 
 
 def config_hash(cfg: Any, drop: tuple[str, ...] = HASH_DROP) -> str:
@@ -179,7 +179,8 @@ def config_hash(cfg: Any, drop: tuple[str, ...] = HASH_DROP) -> str:
     itself is determined by the env, model, sft and seed fields, which stay); `run.threads` and
     `run.parallel` (DDP or FSDP2 under torchrun) change speed and memory, not the experiment;
     `diagnostic` only sets how the run is measured, `run.report_to` where metrics are copied and
-    `imports` where code is found.
+    `imports` where code is found, and `eval.also_greedy` adds a measurement (the greedy evaluation runs after
+    the sampled one and draws no random numbers training uses).
     """
     data = to_dict(cfg)
     for path in drop:

@@ -13,9 +13,9 @@ Field meanings (docs/method.md is the reference for the weighting knobs):
   the default is on).
 - grpo_norm_by_std: divide group-centred returns by the group std (GRPO); False gives Dr. GRPO's
   centring only. Also applies to gigpo-step's step groups.
-- weighting: a name in `TOKEN_WEIGHTINGS` (built in: uniform, actfocus, actfocus-reasoning-only,
-  action-only, top-entropy). The named methods fix some knobs whatever the fields say:
-  `actfocus-reasoning-only` uses lam = 0; `action-only` uses alpha = 0 and lam = 0; `uniform` and
+- weighting: a name in `TOKEN_WEIGHTINGS` (built in: uniform, actfocus, actfocus-entropy,
+  actfocus-reasoning-only, action-only, top-entropy). The named methods fix some knobs whatever the fields
+  say: `actfocus-entropy` uses energy_source = entropy; `actfocus-reasoning-only` uses lam = 0; `action-only` uses alpha = 0 and lam = 0; `uniform` and
   `top-entropy` read none of alpha / energy_lambda / tau / w_max / scope / energy_source / preserve_mass.
 - alpha: weight of reasoning (and format) tokens. energy_lambda: lam, the share of an action token's
   weight that comes from its energy softmax. tau: softmax temperature. w_max: upper clip of action weights.

@@ -5,7 +5,8 @@ ActFocus family (one formula, `actfocus_weights`):
     w_t = clip((1 - lam) + lam * n_a * softmax_{a in A}(e_a / tau)[t], 0, w_max)   action tokens
 with A the action tokens of t's trajectory (scope trajectory: over all of its samples) or of its
 (trajectory, turn) (scope turn), n_a = |A|; format tokens count as action when format_role = action.
-`actfocus` uses cfg.alpha and cfg.energy_lambda; `actfocus-reasoning-only` fixes lam = 0;
+`actfocus` uses cfg.alpha and cfg.energy_lambda; `actfocus-entropy` the same with energy_source = entropy;
+`actfocus-reasoning-only` fixes lam = 0;
 `action-only` fixes alpha = 0 and lam = 0. With preserve_mass, each trajectory's weights are rescaled to
 sum to its number of generated tokens (a trajectory whose weights are all 0 stays 0).
 `uniform`: 1 on every generated token. `top-entropy` ("Beyond the 80/20 Rule", arXiv 2506.01939):
@@ -17,6 +18,7 @@ denominator counts tokens, so downweighting is not normalised away).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import torch
@@ -87,6 +89,13 @@ def uniform(batch: RolloutBatch, cfg: CreditConfig) -> torch.Tensor:
 @register_weighting("actfocus", needs=energy_needs)
 def actfocus(batch: RolloutBatch, cfg: CreditConfig) -> torch.Tensor:
     return actfocus_weights(batch, cfg, cfg.alpha, cfg.energy_lambda)
+
+
+@register_weighting("actfocus-entropy")
+def actfocus_entropy(batch: RolloutBatch, cfg: CreditConfig) -> torch.Tensor:
+    """ActFocus with the energy read from the rollout's sampling entropy, whatever `credit.energy_source`
+    says: the ablation named as a method, so tables keep it apart from `actfocus`."""
+    return actfocus_weights(batch, dataclasses.replace(cfg, energy_source="entropy"), cfg.alpha, cfg.energy_lambda)
 
 
 @register_weighting("actfocus-reasoning-only")

@@ -6,7 +6,11 @@ base method. Generated only from run records; Markdown, CSV and LaTeX.
 Only seed-replicates are averaged: records in one cell with different config hashes (settings that
 differ in anything but the seed) become separate rows labelled with their hash. Failed runs are
 listed in the notes, never averaged. SE is the sample standard deviation / sqrt(n) (blank for n = 1).
-Left out: significance tests (n is small; the table shows n so readers can judge).
+Gain rows are paired: per seed (the methods of a seed share one warm start) the method's success minus
+its base's, then the mean, its SE (sd of the differences / sqrt(n)), wins and losses (ties: |d| < 1e-9)
+and the two-sided sign test's p (scipy.stats.binomtest on the non-tied seeds); `gains.csv` holds them
+in long form. Records made with `eval.also_greedy` add a `<env> greedy` column of greedy success.
+Left out: corrections for multiple comparisons (the table shows every cell; readers weigh them).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
+from scipy.stats import binomtest
 
 from agentbench_af.credit import method_names
 from agentbench_af.results.table_files import write_table_files
@@ -34,10 +39,11 @@ def method_sort_key(method: str) -> tuple[int, str, str]:
 
 @dataclass(frozen=True)
 class SuccessTable:
-    stats: pd.DataFrame  # long form: env, model, method, row, config_hash, mean, se, n, best
-    grid: pd.DataFrame  # display strings, index = row label, columns = envs
+    stats: pd.DataFrame  # long form: env, model, method, row, config_hash, mean, se, n, best (+ greedy_*)
+    grid: pd.DataFrame  # display strings, index = row label, columns = envs (+ "<env> greedy")
     protocol: list[str]
     notes: list[str]
+    gains: pd.DataFrame  # long form of the paired gain rows (gain_columns())
 
 
 def _fmt(mean: float, se: float, n: int) -> str:
@@ -63,6 +69,7 @@ def build_table(df: pd.DataFrame) -> SuccessTable:
               for r in df[(df["status"] == "completed") & df["final_success"].isna()].itertuples()]
     if ok.empty:
         raise ValueError("no completed run records to tabulate")
+    greedy = bool(ok["final_greedy"].notna().any()) if "final_greedy" in ok else False
     rows = []
     for (env, model, method), cell in ok.groupby(["env", "model", "method"], sort=True):
         hashes = sorted(cell["config_hash"].unique())
@@ -80,26 +87,46 @@ def build_table(df: pd.DataFrame) -> SuccessTable:
             rows.append({"env": env, "model": model, "model_params": int(part["model_params"].max()),
                          "method": method, "row": label, "config_hash": h, "mean": mean, "se": se, "n": n,
                          "seeds": ",".join(str(s) for s in sorted(part["seed"]))})
+            if greedy:
+                rows[-1].update(zip(("greedy_mean", "greedy_se", "greedy_n"), cell_stats(part["final_greedy"]),
+                                    strict=True))
     stats = pd.DataFrame(rows)
     stats["best"] = stats["mean"] == stats.groupby("env")["mean"].transform("max")
+    if greedy:
+        stats["greedy_best"] = stats["greedy_mean"] == stats.groupby("env")["greedy_mean"].transform("max")
     stats = stats.sort_values(["model_params", "model", "method"], key=lambda s: s.map(method_sort_key) if s.name == "method" else s)
     envs = sorted(stats["env"].unique())
-    gains = _gain_rows(stats)
-    warm, warm_notes = _warm_start_rows(ok)
-    notes += warm_notes
+    metrics = [("final_success", "warm_start_success", "")]
+    if greedy:
+        metrics.append(("final_greedy", "warm_start_greedy", " greedy"))
+    gains, gain_long, warm = [], [], []
+    for metric, warm_metric, suffix in metrics:
+        g_rows, g_long = _paired_gain_rows(ok, stats, metric, suffix)
+        gains += g_rows
+        gain_long += g_long
+        w_rows, w_notes = _warm_start_rows(ok, warm_metric, suffix)
+        warm += w_rows
+        notes += [n for n in w_notes if n not in notes]
+    grid_columns = [env + suffix for env in envs for _, _, suffix in metrics
+                    if not suffix or stats.loc[stats["env"] == env, "greedy_n"].fillna(0).gt(0).any()]
     order: list[str] = []
     for model in dict.fromkeys(stats["model"]):  # each model's warm start, its methods, then its gain rows
         order += sorted({label for label, m, _, _ in warm if m == model})
         order += list(dict.fromkeys(stats.loc[stats["model"] == model, "row"]))
         order += sorted({label for label, m, _, _ in gains if m == model}, key=lambda x: method_sort_key(x.split()[-3]))
-    grid = pd.DataFrame("", index=order, columns=envs)
+    grid = pd.DataFrame("", index=order, columns=grid_columns)
     for r in stats.itertuples():
         text = _fmt(r.mean, r.se, r.n)
         grid.loc[r.row, r.env] = f"**{text}**" if r.best else text
-    for label, _, env, text in gains + warm:
-        grid.loc[label, env] = text
+        if greedy and r.greedy_n > 0 and r.env + " greedy" in grid.columns:
+            text = _fmt(r.greedy_mean, r.greedy_se, int(r.greedy_n))
+            grid.loc[r.row, r.env + " greedy"] = f"**{text}**" if r.greedy_best else text
+    for label, _, column, text in gains + warm:
+        if column in grid.columns:
+            grid.loc[label, column] = text
     grid.index.name = "model / method"
-    return SuccessTable(stats=stats.reset_index(drop=True), grid=grid, protocol=_protocol_lines(ok), notes=notes)
+    return SuccessTable(stats=stats.reset_index(drop=True), grid=grid, protocol=_protocol_lines(ok), notes=notes,
+                        gains=pd.DataFrame(gain_long, columns=gain_columns()))
 
 
 def _signed(x: float) -> str:
@@ -107,38 +134,67 @@ def _signed(x: float) -> str:
     return f"{x:+.1f}"
 
 
-def _gain_rows(stats: pd.DataFrame) -> list[tuple[str, str, str, str]]:
-    """(row label, model, env, text) for each `base+weighting` method vs `base`, same model and env.
+def gain_columns() -> list[str]:
+    return ["env", "model", "method", "base", "metric", "n", "mean", "se", "wins", "losses", "sign_p", "seeds"]
 
-    Only unsplit cells (one config) are compared; SE of the difference is sqrt(SE_a^2 + SE_b^2)."""
-    out = []
+
+def paired_gain(diffs: pd.Series) -> dict[str, float | int]:
+    """Mean, paired SE (NaN for one pair), wins, losses (|d| < 1e-9 is a tie) and the two-sided sign test's
+    p over the non-tied pairs (1.0 when every pair ties) of per-seed differences."""
+    d = diffs.astype(float)
+    n = len(d)
+    wins, losses = int((d > 1e-9).sum()), int((d < -1e-9).sum())
+    p = binomtest(wins, wins + losses, 0.5).pvalue if wins + losses else 1.0
+    se = float(d.std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan
+    return {"n": n, "mean": float(d.mean()), "se": se, "wins": wins, "losses": losses, "sign_p": float(p)}
+
+
+def _gain_text(g: dict[str, float | int]) -> str:
+    se_txt = f" ± {g['se'] * 100:.1f}" if not math.isnan(g["se"]) else ""
+    return f"{_signed(g['mean'] * 100)}{se_txt} (n {g['n']}, {g['wins']}+/{g['losses']}-, p {g['sign_p']:.2f})"
+
+
+def _per_seed(ok: pd.DataFrame, env: str, model: str, method: str, config: str, metric: str) -> pd.Series:
+    part = ok[(ok["env"] == env) & (ok["model"] == model) & (ok["method"] == method) & (ok["config_hash"] == config)]
+    return part.set_index("seed")[metric].dropna().astype(float)
+
+
+def _paired_gain_rows(ok: pd.DataFrame, stats: pd.DataFrame, metric: str,
+                      suffix: str) -> tuple[list[tuple[str, str, str, str]], list[dict]]:
+    """(row label, model, grid column, text) for each `base+weighting` method vs `base`, same model and env,
+    paired by seed, and the same in long form. Only unsplit cells (one config) are compared."""
     single = stats.groupby(["env", "model", "method"]).filter(lambda g: len(g) == 1)
-    index = {(r.env, r.model, r.method): r for r in single.itertuples()}
-    for (env, model, method), r in sorted(index.items()):
+    index = {(r.env, r.model, r.method): r.config_hash for r in single.itertuples()}
+    rows, long = [], []
+    for (env, model, method), h in sorted(index.items()):
         base = method.split("+")[0]
         if "+" not in method or (env, model, base) not in index:
             continue
-        b = index[(env, model, base)]
-        diff = r.mean - b.mean
-        se = math.sqrt(r.se**2 + b.se**2) if r.n > 1 and b.n > 1 else math.nan
-        se_txt = f" ± {se * 100:.1f}" if not math.isnan(se) else ""
-        out.append((f"{model} gain {method} vs {base}", model, env, f"{_signed(diff * 100)}{se_txt} ({r.n} vs {b.n})"))
-    return out
+        a = _per_seed(ok, env, model, method, h, metric)
+        b = _per_seed(ok, env, model, base, index[(env, model, base)], metric)
+        seeds = sorted(set(a.index) & set(b.index))
+        if not seeds:
+            continue
+        g = paired_gain(a[seeds] - b[seeds])
+        rows.append((f"{model} gain {method} vs {base}", model, env + suffix, _gain_text(g)))
+        long.append({"env": env, "model": model, "method": method, "base": base, "metric": metric, **g,
+                     "seeds": ",".join(str(s) for s in seeds)})
+    return rows, long
 
 
-def _warm_start_rows(ok: pd.DataFrame) -> tuple[list[tuple[str, str, str, str]], list[str]]:
-    """(row label, model, env, text) of the warm-start success (the step-0 evaluation) per env and model.
-
-    One value per seed (the methods of a seed share it); omitted, with a note, where runs of one seed
-    started from different warm starts (their step-0 successes differ)."""
+def _warm_start_rows(ok: pd.DataFrame, metric: str = "warm_start_success",
+                     suffix: str = "") -> tuple[list[tuple[str, str, str, str]], list[str]]:
+    """(row label, model, grid column, text) of the warm-start success (the step-0 evaluation) per env and
+    model. One value per seed (the methods of a seed share it); omitted, with a note, where runs of one
+    seed started from different warm starts (their step-0 successes differ)."""
     out, notes = [], []
-    for (env, model), part in ok.dropna(subset=["warm_start_success"]).groupby(["env", "model"], sort=True):
-        per_seed = part.groupby("seed")["warm_start_success"]
+    for (env, model), part in ok.dropna(subset=[metric]).groupby(["env", "model"], sort=True):
+        per_seed = part.groupby("seed")[metric]
         if (per_seed.nunique() > 1).any():
             notes.append(f"{env} {model}: no warm-start row (runs of one seed start from different warm starts)")
             continue
         mean, se, n = cell_stats(per_seed.first())
-        out.append((f"{model} warm start", model, env, _fmt(mean, se, n)))
+        out.append((f"{model} warm start", model, env + suffix, _fmt(mean, se, n)))
     return out, notes
 
 
@@ -160,7 +216,8 @@ def to_markdown(table: SuccessTable, title: str = "Final-step success (%)") -> s
     parts += [f"- {line}" for line in table.protocol]
     parts += ["", "Cells: mean ± standard error over seeds (number of seeds); best per column in bold. "
               "Warm start: the success before any RL update (the step-0 evaluation), over the same seeds. "
-              "Gain rows: difference in points ± combined SE (seeds of each).", ""]
+              "Gain rows: paired by seed (one warm start per seed), mean difference in points ± paired SE "
+              "(n pairs, seeds won/lost, two-sided sign-test p).", ""]
     parts.append(table.grid.to_markdown())
     if table.notes:
         parts += ["", "Notes:"] + [f"- {n}" for n in table.notes]
@@ -189,6 +246,7 @@ def write_table(table: SuccessTable, out_dir: str | Path, formats: tuple[str, ..
         raise ValueError(f"unknown table format(s) {unknown}; choose from {list(FORMATS)}")
     return write_table_files(out_dir, {
         "md": [("table.md", lambda: to_markdown(table))],
-        "csv": [("table.csv", lambda: to_csv(table)), ("stats.csv", lambda: table.stats.to_csv(index=False))],
+        "csv": [("table.csv", lambda: to_csv(table)), ("stats.csv", lambda: table.stats.to_csv(index=False)),
+                ("gains.csv", lambda: table.gains.to_csv(index=False))],
         "tex": [("table.tex", lambda: to_latex(table))],
     }, formats)

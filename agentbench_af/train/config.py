@@ -133,6 +133,10 @@ class EvalConfig:
     episodes: int = 128  # the first `episodes` seeds of the environment's evaluation range
     temperature: float = 0.0  # 0: greedy
     every: int = 10  # RL steps between evaluations (the curve); the final step is always evaluated
+    # also evaluate greedily (temperature 0) at step 0 and after the last update: the curve rows of those
+    # steps and the record's final_metrics get `greedy_success`, `greedy_valid_rate`, ... (measurement only:
+    # left out of the config hash; training draws the same random numbers either way)
+    also_greedy: bool = False
 
     def __post_init__(self) -> None:
         _check_counts(self, "eval", episodes=1, temperature=0, every=1)

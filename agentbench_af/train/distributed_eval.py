@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from agentbench_af.evaluate.evaluate import EvalResult, eval_seeds, evaluate_policy
 from agentbench_af.io import atomic_write_json
@@ -52,6 +53,20 @@ def evaluate_on_ranks(engine, tokenizer, chat, env_id: str, episodes: int, tempe
     trajs = evaluate_policy(engine, tokenizer, chat, env_id, episodes, temperature, rollout, env_kwargs,
                             seeds=mine)[1] if mine else []
     return merge_counts(gather_objects(eval_counts(trajs), ranks))
+
+
+def evaluation_row(engine, tokenizer, chat, cfg, ranks: Ranks, step: int, seed: int) -> dict:
+    """The curve row of step `step`: the evaluation at `eval.temperature` (seeded by `seed`), plus the
+    greedy one as `greedy_*` keys at step 0 and after the last update when `eval.also_greedy` is set."""
+    torch.manual_seed(seed)
+    result = evaluate_on_ranks(engine, tokenizer, chat, cfg.env.id, cfg.eval.episodes, cfg.eval.temperature,
+                               cfg.rollout, cfg.env.overrides, ranks)
+    row = {"step": step, **result.to_dict()}
+    if cfg.eval.also_greedy and step in (0, cfg.rl.steps):
+        greedy = evaluate_on_ranks(engine, tokenizer, chat, cfg.env.id, cfg.eval.episodes, 0.0, cfg.rollout,
+                                   cfg.env.overrides, ranks)
+        row.update({f"greedy_{k}": v for k, v in greedy.to_dict().items() if k != "episodes"})
+    return row
 
 
 def shared_eval_on_ranks(warm_dir: Path, key: str, compute: Callable[[], dict], ranks: Ranks) -> dict:

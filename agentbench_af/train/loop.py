@@ -46,7 +46,7 @@ from agentbench_af.train.bookkeeping import protocol, run_record, step_row
 from agentbench_af.train.config import TrainConfig
 from agentbench_af.train.device import resolve_device, use_device
 from agentbench_af.train.distributed_credit import rank_advantages, rank_token_weights
-from agentbench_af.train.distributed_eval import evaluate_on_ranks, shared_eval_on_ranks
+from agentbench_af.train.distributed_eval import evaluation_row, shared_eval_on_ranks
 from agentbench_af.train.gather_batch import gather_batch
 from agentbench_af.train.learner import build_learner
 from agentbench_af.train.rank_folder import run_folder
@@ -92,10 +92,8 @@ def _train(cfg: TrainConfig, run, ranks: dp.Ranks, device: torch.device, autocas
     on_policy = not ranks.active and scores_in_update(cfg, policy.lm, engine, learner.ref_lm, critic)
 
     def evaluate(step: int) -> dict:
-        torch.manual_seed(dp.rank_seed(step_seed(cfg.run.seed, step, 3), ranks))
-        result = evaluate_on_ranks(engine, policy.tokenizer, policy.chat, cfg.env.id, cfg.eval.episodes,
-                                   cfg.eval.temperature, cfg.rollout, cfg.env.overrides, ranks)
-        return {"step": step, **result.to_dict()}
+        return evaluation_row(engine, policy.tokenizer, policy.chat, cfg, ranks, step,
+                              dp.rank_seed(step_seed(cfg.run.seed, step, 3), ranks))
 
     def collect(step: int) -> tuple[RolloutBatch, list]:
         """This rank's rollouts of step `step` (seeded by run seed, step and rank), before scoring."""

@@ -25,7 +25,8 @@ def warm_eval_key(cfg: TrainConfig, dtype: str) -> str:
     """A 16-hex-digit digest of the settings that decide the step-0 evaluation of a warm start."""
     data = {
         "env": {"id": cfg.env.id, "overrides": cfg.env.overrides},
-        "eval": {"episodes": cfg.eval.episodes, "temperature": cfg.eval.temperature},
+        "eval": {"episodes": cfg.eval.episodes, "temperature": cfg.eval.temperature,
+                 **({"also_greedy": True} if cfg.eval.also_greedy else {})},  # keys of older results unchanged
         "rollout": asdict(cfg.rollout),
         "seed": cfg.run.seed,
         "device": cfg.run.device,

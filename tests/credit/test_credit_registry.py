@@ -34,6 +34,7 @@ def test_builtins_are_registered():
     assert _builtin(TOKEN_WEIGHTINGS) == {
         "uniform",
         "actfocus",
+        "actfocus-entropy",
         "actfocus-reasoning-only",
         "action-only",
         "top-entropy",
@@ -49,7 +50,7 @@ def test_builtins_are_registered():
         ),
         (
             {"weighting": "focus"},
-            "unknown token weighting 'focus'; registered: actfocus, actfocus-reasoning-only",
+            "unknown token weighting 'focus'; registered: actfocus, actfocus-entropy, actfocus-reasoning-only",
         ),
         ({"gamma": 1.5}, "credit.gamma must be in"),
         ({"gae_lambda": -0.1}, "credit.gae_lambda must be in"),

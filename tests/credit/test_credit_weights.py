@@ -73,6 +73,9 @@ def test_energy_sources():
     expected = [3 * x / sum(ex) for x in ex]
     w = weights_of(hand_batch(), weighting="actfocus", energy_source="entropy")
     assert [w[4], w[5], w[7]] == pytest.approx(expected, abs=1e-5)
+    # actfocus-entropy: the same numbers whatever credit.energy_source says
+    assert [weights_of(hand_batch(), weighting="actfocus-entropy", energy_source="old")[i] for i in (4, 5, 7)] == \
+        pytest.approx(expected, abs=1e-5)
     assert weights_of(hand_batch(), weighting="actfocus", energy_source="ref") == pytest.approx(
         weights_of(hand_batch(), weighting="actfocus"), abs=1e-6
     )

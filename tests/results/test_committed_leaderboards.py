@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from agentbench_af.cli import app
 
 LEADERBOARDS = Path(__file__).resolve().parents[2] / "leaderboards"
-GENERATED = ("table.md", "table.csv", "table.tex", "stats.csv", "bottleneck.md", "bottleneck.csv")
+GENERATED = ("table.md", "table.csv", "table.tex", "stats.csv", "gains.csv", "bottleneck.md", "bottleneck.csv")
 BOARDS = sorted(p.parent for p in LEADERBOARDS.glob("*/table.md"))
 
 

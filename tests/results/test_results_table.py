@@ -47,9 +47,10 @@ def test_gain_rows_and_row_order(records_dir):
     g = build_table(records_frame([records_dir])).grid
     assert list(g.index) == ["tiny-0.2m warm start", "tiny-0.2m ppo", "tiny-0.2m grpo", "tiny-0.2m grpo+actfocus",
                              "tiny-0.2m gain grpo+actfocus vs grpo", "tiny-0.7m warm start", "tiny-0.7m grpo"]
-    # 87.5 - 62.5 = +25.0; SE sqrt(12.5^2 + 12.5^2) = 17.68
-    assert g.loc["tiny-0.2m gain grpo+actfocus vs grpo", ENV4] == "+25.0 ± 17.7 (2 vs 2)"
-    assert g.loc["tiny-0.2m gain grpo+actfocus vs grpo", ENV6] == "+25.0 (1 vs 1)"
+    # paired by seed: 0.75 - 0.5 and 1.0 - 0.75 = +25.0 twice -> SE 0.0; 2 wins, sign test p = 2 * 0.5^2 = 0.50
+    assert g.loc["tiny-0.2m gain grpo+actfocus vs grpo", ENV4] == "+25.0 ± 0.0 (n 2, 2+/0-, p 0.50)"
+    # one pair (0.5 - 0.25): no SE; one win, p = 1 (a single coin toss is never significant)
+    assert g.loc["tiny-0.2m gain grpo+actfocus vs grpo", ENV6] == "+25.0 (n 1, 1+/0-, p 1.00)"
 
 
 def test_failed_runs_excluded_and_noted(records_dir):
@@ -90,7 +91,7 @@ def test_formats(records_dir, tmp_path):
     rows = [[c.strip() for c in line.strip("|").split("|")] for line in md.splitlines() if line.startswith("|")]
     assert rows[0] == ["model / method", ENV4, ENV6]
     assert ["tiny-0.2m grpo", "62.5 ± 12.5 (2)", "25.0 (1)"] in rows
-    assert ["tiny-0.2m gain grpo+actfocus vs grpo", "+25.0 ± 17.7 (2 vs 2)", "+25.0 (1 vs 1)"] in rows
+    assert ["tiny-0.2m gain grpo+actfocus vs grpo", "+25.0 ± 0.0 (n 2, 2+/0-, p 0.50)", "+25.0 (n 1, 1+/0-, p 1.00)"] in rows
     assert "- failed run excluded:" in md
     csv = to_csv(t).splitlines()
     assert csv[0] == "model / method,FrozenLake-4x4-v0,FrozenLake-6x6-v0"
@@ -110,10 +111,11 @@ def test_negative_gain_and_no_minus_zero(tmp_path):
         write_record(tmp_path, ENV6, "rloo", seed, 0.1 + 0.2, "aaaaaaaaaaa3")
         write_record(tmp_path, ENV6, "rloo+top-entropy", seed, 0.3, "aaaaaaaaaaa4")
     g = build_table(records_frame([tmp_path])).grid
-    # 4x4: 0.375 - 0.5 = -12.5; SEs 0.0 and 0.125 -> combined 12.5
-    assert g.loc["tiny-0.2m gain rloo+top-entropy vs rloo", ENV4] == "-12.5 ± 12.5 (2 vs 2)"
-    # 6x6: (0.1 + 0.2) - 0.3 is -5.6e-17, shown as +0.0
-    assert g.loc["tiny-0.2m gain rloo+top-entropy vs rloo", ENV6] == "+0.0 ± 0.0 (2 vs 2)"
+    # 4x4, per seed: 0.25 - 0.5 = -0.25 and 0.5 - 0.5 = 0 -> mean -12.5, sd 0.1768, SE 0.125; one loss,
+    # one tie: the sign test sees 0 wins of 1 -> p 1.0
+    assert g.loc["tiny-0.2m gain rloo+top-entropy vs rloo", ENV4] == "-12.5 ± 12.5 (n 2, 0+/1-, p 1.00)"
+    # 6x6: 0.3 - (0.1 + 0.2) is -5.6e-17 per seed: ties, shown as +0.0
+    assert g.loc["tiny-0.2m gain rloo+top-entropy vs rloo", ENV6] == "+0.0 ± 0.0 (n 2, 0+/0-, p 1.00)"
 
 
 def test_protocol_names_warm_start_budget_turn_limit_and_context(tmp_path):
@@ -149,3 +151,45 @@ def test_warm_start_row_one_value_per_seed(tmp_path):
     t = build_table(records_frame([tmp_path]))
     assert "tiny-0.2m warm start" not in t.grid.index
     assert t.notes == [f"{ENV4} tiny-0.2m: no warm-start row (runs of one seed start from different warm starts)"]
+
+
+def _record(root, method: str, seed: int, success: float, greedy: float | None = None, warm_greedy: float = 0.5):
+    from agentbench_af.results.record import RunRecord
+
+    curve = [{"step": 0, "success": 0.25, **({"greedy_success": warm_greedy} if greedy is not None else {})},
+             {"step": 8, "success": success}]
+    final = {"success": success, **({"greedy_success": greedy} if greedy is not None else {})}
+    RunRecord(env_id=ENV4, method=method, model="tiny-0.2m", model_params=1, seed=seed, config_hash=method[:4],
+              config={}, protocol={"eval_episodes": 8}, final_success=success, final_metrics=final,
+              warm_start_success=0.25, curve=curve).save(root / f"{method}-s{seed}")
+
+
+def test_paired_gain_sign_test_and_unpaired_seeds_left_out(tmp_path):
+    for seed, (base, weighted) in enumerate([(0.5, 0.6), (0.5, 0.7), (0.5, 0.55), (0.5, 0.4), (0.5, 0.9)]):
+        _record(tmp_path, "grpo", seed, base)
+        _record(tmp_path, "grpo+actfocus", seed, weighted)
+    _record(tmp_path, "grpo+actfocus", 5, 1.0)  # no grpo run of seed 5: not paired
+    t = build_table(records_frame([tmp_path]))
+    # differences 0.1, 0.2, 0.05, -0.1, 0.4: mean 0.13; squared deviations 0.0009 + 0.0049 + 0.0064 + 0.0529
+    # + 0.0729 = 0.138 -> sd sqrt(0.138 / 4) = 0.1857 -> SE 0.0831; 4 wins 1 loss: p = 2 * (5 + 1) / 32 = 0.375
+    assert t.grid.loc["tiny-0.2m gain grpo+actfocus vs grpo", ENV4] == "+13.0 ± 8.3 (n 5, 4+/1-, p 0.38)"
+    (g,) = t.gains.itertuples()
+    assert (g.n, g.wins, g.losses, g.seeds, g.metric) == (5, 4, 1, "0,1,2,3,4", "final_success")
+    assert g.mean == pytest.approx(0.13) and g.se == pytest.approx(0.0831, abs=1e-4)
+    assert g.sign_p == pytest.approx(0.375)
+    assert list(t.grid.columns) == [ENV4]  # no greedy column without greedy evaluations
+
+
+def test_greedy_column_beside_the_sampled_one(tmp_path):
+    for seed, (base, weighted) in enumerate([(0.5, 0.75), (1.0, 0.75)]):
+        _record(tmp_path, "grpo", seed, 0.25, greedy=base)
+        _record(tmp_path, "grpo+actfocus", seed, 0.25, greedy=weighted, warm_greedy=0.5)
+    t = build_table(records_frame([tmp_path]))
+    assert list(t.grid.columns) == [ENV4, f"{ENV4} greedy"]
+    g = t.grid[f"{ENV4} greedy"]
+    # grpo greedy 0.5, 1.0: mean 0.75, sd 0.3536 -> SE 0.25; grpo+actfocus 0.75 twice: SE 0; both best (tie)
+    assert g["tiny-0.2m grpo"] == "**75.0 ± 25.0 (2)**" and g["tiny-0.2m grpo+actfocus"] == "**75.0 ± 0.0 (2)**"
+    assert g["tiny-0.2m warm start"] == "50.0 ± 0.0 (2)"
+    # paired greedy differences +0.25 and -0.25: mean 0, SE 0.25, one win, one loss, p 1
+    assert g["tiny-0.2m gain grpo+actfocus vs grpo"] == "+0.0 ± 25.0 (n 2, 1+/1-, p 1.00)"
+    assert t.grid.loc["tiny-0.2m gain grpo+actfocus vs grpo", ENV4] == "+0.0 ± 0.0 (n 2, 0+/0-, p 1.00)"
