@@ -6,15 +6,18 @@ A spec is YAML read into frozen dataclasses (unknown keys are one-line errors):
     grid: {envs: [FrozenLake-4x4-v0], models: [tiny-0.2m], methods: [grpo, grpo+actfocus], seeds: [0, 1]}
     overrides: [rl.steps=20]            # key=value applied to every run
     per_env: {FrozenLake-8x8-v0: [rl.steps=40]}
+    per_method: {grpo+actfocus: [rl.lr=0.0004]}   # e.g. each method's tuned learning rate
+    variants: {lr1e-4: [rl.lr=0.0001], lr4e-4: [rl.lr=0.0004]}  # one more grid axis of named override sets
     out_dir: sweeps/frozenlake          # runs go to out_dir/runs/<env>-<method>-<model>-s<seed>
     warm_start: shared                  # per-run (default) | shared: one SFT per (env, model, seed)
     max_retries: 2                      # resubmissions of a task whose worker process died
     imports: [my_plugin.methods]        # plugin modules: imported here and in every worker before a run
 
-Override order: base, grid values, `overrides`, `per_env`; then the sweep sets run.name, run.out_dir,
+Override order: base, grid values, `overrides`, `per_env`, `per_method`, the variant's; then the sweep sets run.name, run.out_dir,
 run.threads (= threads_per_run) and, for shared warm starts, run.init_from. An empty grid axis keeps
 the base's value. A `models` entry that is not a tiny-family name is taken as a Hugging Face path
-(`model.path`). Left out: random search and conditional axes (write two specs).
+(`model.path`). `variants` multiply the grid (each run gets one variant's overrides; run names stay
+apart by the variant's name, `<env>-<method>-<model>-s<seed>-<variant>`). Left out: random search and conditional axes (write two specs).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from itertools import product
 from pathlib import Path
 from typing import Any, Literal
 
@@ -50,6 +54,8 @@ class SweepSpec:
     grid: GridSpec = field(default_factory=GridSpec)
     overrides: tuple[str, ...] = ()
     per_env: dict[str, Any] = field(default_factory=dict)  # env id -> list of key=value
+    per_method: dict[str, Any] = field(default_factory=dict)  # method -> list of key=value
+    variants: dict[str, Any] = field(default_factory=dict)  # variant name -> list of key=value (a grid axis)
     out_dir: str = "sweeps/default"
     warm_start: Literal["per-run", "shared"] = "per-run"
     threads_per_run: int = 1  # torch threads per run; workers = cores // threads_per_run
@@ -64,12 +70,15 @@ class SweepSpec:
             raise ConfigError(f"max_retries: must be >= 0, got {self.max_retries}")
         if self.gpus_per_run < 0:
             raise ConfigError(f"gpus_per_run: must be >= 0, got {self.gpus_per_run}")
-        for env_id, items in self.per_env.items():
-            if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
-                raise ConfigError(f"per_env.{env_id}: expected a list of key=value strings, got {items!r}")
-        unused = sorted(set(self.per_env) - set(self.grid.envs)) if self.grid.envs else []
-        if unused:
-            raise ConfigError(f"per_env: {unused} not in grid.envs {list(self.grid.envs)}")
+        for section in ("per_env", "per_method", "variants"):
+            for key, items in getattr(self, section).items():
+                if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+                    raise ConfigError(f"{section}.{key}: expected a list of key=value strings, got {items!r}")
+        for section, axis in (("per_env", "envs"), ("per_method", "methods")):
+            listed = getattr(self.grid, axis)
+            unused = sorted(set(getattr(self, section)) - set(listed)) if listed else []
+            if unused:
+                raise ConfigError(f"{section}: {unused} not in grid.{axis} {list(listed)}")
 
 
 def load_sweep_spec(path: str | Path, imports: tuple[str, ...] | list[str] = ()) -> SweepSpec:
@@ -127,20 +136,19 @@ def expand(spec: SweepSpec) -> list[TrainConfig]:
     models = spec.grid.models or (None,)
     methods = spec.grid.methods or (probe.method,)
     seeds = spec.grid.seeds or (probe.run.seed,)
+    variants = list(spec.variants.items()) or [("", [])]
     out: list[TrainConfig] = []
-    for env_id in envs:
-        for model in models:
-            for method in methods:
-                for seed in seeds:
-                    grid = [f"env.id={env_id}", f"method={method}", f"run.seed={seed}"]
-                    grid += _model_override(model) if model else []
-                    data = apply_overrides(base, grid + list(spec.overrides) + list(spec.per_env.get(env_id, [])))
-                    cfg = train_config_from_dict(data, spec.imports)
-                    run = {"out_dir": str(runs_dir), "name": cfg.run.name or cfg.run_label, "threads": spec.threads_per_run}
-                    if spec.warm_start == "shared":
-                        run["init_from"] = str(ws_dir / warm_start_key(cfg))
-                    out.append(from_dict(TrainConfig, {**to_dict(cfg), "run": {**to_dict(cfg)["run"], **run}}))
+    for env_id, model, method, (variant_name, variant), seed in product(envs, models, methods, variants, seeds):
+        grid = [f"env.id={env_id}", f"method={method}", f"run.seed={seed}"]
+        grid += _model_override(model) if model else []
+        chosen = [*spec.overrides, *spec.per_env.get(env_id, []), *spec.per_method.get(method, []), *variant]
+        cfg = train_config_from_dict(apply_overrides(base, grid + chosen), spec.imports)
+        name = cfg.run.name or cfg.run_label + (f"-{variant_name}" if variant_name else "")
+        run = {"out_dir": str(runs_dir), "name": name, "threads": spec.threads_per_run}
+        if spec.warm_start == "shared":
+            run["init_from"] = str(ws_dir / warm_start_key(cfg))
+        out.append(from_dict(TrainConfig, {**to_dict(cfg), "run": {**to_dict(cfg)["run"], **run}}))
     names = [c.run_name for c in out]
     if len(set(names)) != len(names):
-        raise ConfigError("two runs of the sweep share a run name; check the grid values")
+        raise ConfigError("two runs of the sweep share a run name; check the grid values (a base that sets run.name?)")
     return out

@@ -108,3 +108,22 @@ def test_warm_start_key_changes_with_sft_not_with_rl(tiny_base):
     assert warm_start_key(base) == warm_start_key(same) == warm_start_key(fmt)  # SFT ignores token roles
     assert warm_start_key(base) != warm_start_key(other)
     assert warm_start_key(base).startswith("FrozenLake-4x4-v0-tiny-0.2m-s0-")
+
+
+def test_per_method_overrides_and_variants_axis(tmp_path, tiny_base):
+    spec = _spec(tmp_path, tiny_base, grid={"methods": ["grpo", "grpo+actfocus"], "seeds": [0]},
+                 overrides=["rl.lr=0.0002"], per_method={"grpo+actfocus": ["rl.lr=0.0004"]})
+    grpo, focus = expand(spec)
+    assert (grpo.rl.lr, focus.rl.lr) == (2e-4, 4e-4)  # per_method wins over overrides
+    swept = _spec(tmp_path, tiny_base, grid={"methods": ["grpo"], "seeds": [0, 1]}, per_method={"grpo": ["rl.lr=0.0003"]},
+                  variants={"lr1e-4": ["rl.lr=0.0001"], "lr4e-4": ["rl.lr=0.0004"]})
+    cfgs = expand(swept)
+    # order env, model, method, variant, seed; the variant's overrides come last; names carry the variant
+    assert [(c.rl.lr, c.run.seed, c.run.name) for c in cfgs] == [
+        (1e-4, 0, "FrozenLake-4x4-v0-grpo-tiny-0.2m-s0-lr1e-4"), (1e-4, 1, "FrozenLake-4x4-v0-grpo-tiny-0.2m-s1-lr1e-4"),
+        (4e-4, 0, "FrozenLake-4x4-v0-grpo-tiny-0.2m-s0-lr4e-4"), (4e-4, 1, "FrozenLake-4x4-v0-grpo-tiny-0.2m-s1-lr4e-4")]
+    assert config_hash(cfgs[0]) == config_hash(cfgs[1]) != config_hash(cfgs[2])
+    with pytest.raises(ConfigError, match=r"per_method: \['ppo'\] not in grid.methods"):
+        _spec(tmp_path, tiny_base, grid={"methods": ["grpo"]}, per_method={"ppo": ["rl.lr=1"]})
+    with pytest.raises(ConfigError, match="variants.a: expected a list"):
+        _spec(tmp_path, tiny_base, variants={"a": "rl.lr=1"})
