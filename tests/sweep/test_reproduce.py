@@ -43,6 +43,21 @@ def test_shipped_presets_expand_and_share_warm_starts():
     assert [r.method for r in demo] == ["grpo", "grpo+actfocus"]
 
 
+def test_confirmatory_presets_keep_their_seeds_apart_and_share_warm_starts():
+    study = expand(load_sweep_spec(preset_path("cpu-confirm")))
+    sweep = expand(load_sweep_spec(preset_path("cpu-confirm-lr")))
+    methods = {"ppo", "ppo+actfocus", "grpo", "grpo+actfocus", "grpo+actfocus-reasoning-only", "grpo+actfocus-entropy"}
+    assert {r.method for r in study} == {r.method for r in sweep} == methods
+    study_seeds, sweep_seeds = {r.run.seed for r in study}, {r.run.seed for r in sweep}
+    assert len(study_seeds) >= 5 and not study_seeds & sweep_seeds and min(study_seeds | sweep_seeds) >= 3
+    assert all(r.eval.episodes >= 256 and r.eval.also_greedy and r.eval.temperature == 1.0 for r in study + sweep)
+    starts: dict[str, set[str]] = {}
+    for r in study:
+        starts.setdefault(r.run.init_from, set()).add(r.method)
+    assert all(m == methods for m in starts.values())
+    assert sorted({r.rl.lr for r in sweep}) == [1e-4, 2e-4, 4e-4]
+
+
 def test_paper_preset_names_what_is_missing(tmp_path):
     spec = load_sweep_spec(preset_path("paper"))
     models = hub_models(spec)
