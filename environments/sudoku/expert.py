@@ -33,8 +33,16 @@ def _reason(known: Sequence[int], i: int, n: int) -> tuple[int, str]:
     return 2, f"The unique solution has {n} at {cell_name(i)}."
 
 
-def expert_moves(board: Sequence[int], solution: Sequence[int], k: int) -> list[Move]:
-    """Up to `k` placements that bring `board` closer to `solution`, wrong cells first."""
+def scan_sentence(known: Sequence[int], i: int, n: int) -> str:
+    """`row R col C: row .., col .., box .., so N.`: the known digits of the cell's three units (in
+    reading order, the cell itself left out), then the digit."""
+    held = [" ".join(str(known[j]) for j in cells if j != i and known[j]) or "none" for _, _, cells in UNITS_OF[i]]
+    return f"{cell_name(i)}: row {held[0]}, col {held[1]}, box {held[2]}, so {n}."
+
+
+def expert_moves(board: Sequence[int], solution: Sequence[int], k: int, scan: bool = False) -> list[Move]:
+    """Up to `k` placements that bring `board` closer to `solution`, wrong cells first; with `scan`, a
+    filled cell's sentence is `scan_sentence` over the digits known before it (earlier moves included)."""
     moves: list[Move] = [
         (i, solution[i], f"The {board[i]} at {cell_name(i)} is wrong; it must be {solution[i]}.")
         for i in range(CELLS)
@@ -56,6 +64,7 @@ def expert_moves(board: Sequence[int], solution: Sequence[int], k: int) -> list[
         if best is None:
             break
         _, i, sentence = best
+        sentence = scan_sentence(known, i, solution[i]) if scan else sentence
         known[i] = solution[i]
         moves.append((i, solution[i], sentence))
     return moves

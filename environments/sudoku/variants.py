@@ -17,9 +17,15 @@ class SudokuVariant(Variant):
     max_turns: int = 8
     max_actions_per_turn: int = 2
     max_actions_per_episode: int = 16
+    # the expert's sentence for a placement: "singles" names the rule ("Only 4 fits at row 1 col 3: its
+    # row, column and box hold the other digits."); "scan" lists what the cell's row, column and box hold
+    # ("row 1 col 3: row 2 1, col 3, box 2 3 1, so 4."), so the digit follows from digits in the text
+    expert_reasoning: str = "singles"
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.expert_reasoning not in ("singles", "scan"):
+            raise ValueError(f"expert_reasoning must be 'singles' or 'scan', got {self.expert_reasoning!r}")
         if not MIN_UNIQUE_CLUES <= self.clues < CELLS:
             raise ValueError(f"clues must be in [{MIN_UNIQUE_CLUES}, {CELLS - 1}], got {self.clues}")
         budget = min(self.max_actions_per_episode, self.max_turns * self.max_actions_per_turn)

@@ -256,3 +256,22 @@ def test_expert_reasons_naked_then_hidden_single_then_the_solution():
     assert expert_moves(almost, solution, 2) == [
         (5, 4, "Only 4 fits at row 2 col 2: its row, column and box hold the other digits.")
     ]
+
+
+def test_scan_sentences_list_the_units_digits_by_hand():
+    # seed 600 of the 10-clue variant:   [2] [1] | [4] [3]
+    #                                     .   .  | [1]  .
+    #                                     .   .  | [3] [4]
+    #                                    [4]  .  | [2] [1]
+    env = agentbench_af.make("Sudoku-4x4-10clues-v0", expert_reasoning="scan")
+    env.reset(seed=600)
+    turn = env.expert_turn()
+    # row 2 col 1: row 2 holds 1; column 1 holds 2, 4; box 1 holds 2, 1 -> 3 is left.
+    # row 2 col 2 then counts that 3: row 3 1, column 2 holds 1, box 2 1 3 -> 4.
+    assert turn.reasoning == ("row 2 col 1: row 1, col 2 4, box 2 1, so 3. "
+                              "row 2 col 2: row 3 1, col 1, box 2 1 3, so 4.")
+    assert turn.actions == ("2,1,3", "2,2,4")
+    success, *_ = expert_episode(env, 600)
+    assert success
+    with pytest.raises(ValueError, match="expert_reasoning must be 'singles' or 'scan'"):
+        agentbench_af.make("Sudoku-4x4-10clues-v0", expert_reasoning="plan")
