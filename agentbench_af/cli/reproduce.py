@@ -42,6 +42,8 @@ def reproduce_command(
     list_presets: bool = typer.Option(False, "--list", help="List the presets and exit."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Say what would run, run nothing."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bars."),
+    allow_dirty: bool = typer.Option(False, "--allow-dirty", help="Run from a checkout with uncommitted changes "
+                                     "(records name the -dirty commit; the table notes them)."),
     imports: list[str] = typer.Option(None, "--import", metavar="MODULE", help=IMPORT_HELP),
 ) -> None:
     """Run a preset (warm starts, then every method from the same warm start) and write table and plots."""
@@ -64,7 +66,7 @@ def reproduce_command(
     cfg = ReproduceConfig(preset=preset, out_dir=out, work_dir=work_dir, backend=backend,  # type: ignore[arg-type]
                           workers=workers, model_dir=model_dir, envs=tuple(envs), models=tuple(models),
                           methods=tuple(methods), seeds=tuple(seeds), overrides=tuple(overrides),
-                          imports=tuple(imports or ()))
+                          imports=tuple(imports or ()), allow_dirty=allow_dirty)
     start = time.time()
     try:
         typer.echo(describe(cfg))

@@ -46,6 +46,7 @@ def records_frame(paths: Iterable[str | Path]) -> pd.DataFrame:
                 "final_greedy": r.final_metrics.get("greedy_success"),  # with eval.also_greedy, else None
                 "warm_start_greedy": next((c.get("greedy_success") for c in r.curve if c.get("step") == 0), None),
                 "status": r.status,
+                "git_commit": r.git_commit,
                 "error": r.error,
                 "wall_time_s": r.wall_time_s,
                 "eval_episodes": r.protocol.get("eval_episodes"),
@@ -61,7 +62,7 @@ def records_frame(paths: Iterable[str | Path]) -> pd.DataFrame:
             }
         )
     columns = ["path", "env", "model", "model_params", "method", "seed", "config_hash", "final_success",
-               "warm_start_success", "final_greedy", "warm_start_greedy", "status", "error", "wall_time_s", "eval_episodes", "eval_temperature",
+               "warm_start_success", "final_greedy", "warm_start_greedy", "status", "git_commit", "error", "wall_time_s", "eval_episodes", "eval_temperature",
                "rl_steps", "group_size", "prompts_per_step", "catalogue", "sft_steps", "max_turns", "context_mode",
                "bottleneck"]
     frame = pd.DataFrame(rows, columns=columns)

@@ -69,6 +69,11 @@ def build_table(df: pd.DataFrame) -> SuccessTable:
               for r in df[(df["status"] == "completed") & df["final_success"].isna()].itertuples()]
     if ok.empty:
         raise ValueError("no completed run records to tabulate")
+    dirty = sorted({c[:7] + "-dirty" for c in ok["git_commit"].dropna() if str(c).endswith("-dirty")})
+    if dirty:
+        n = int(ok["git_commit"].fillna("").str.endswith("-dirty").sum())
+        notes.append(f"{n} of {len(ok)} records name a commit with uncommitted changes ({', '.join(dirty)}): no "
+                     "commit pins the code that ran them")
     greedy = bool(ok["final_greedy"].notna().any()) if "final_greedy" in ok else False
     rows = []
     for (env, model, method), cell in ok.groupby(["env", "model", "method"], sort=True):

@@ -11,8 +11,10 @@ The `paper` preset names Hugging Face models (Qwen2.5-Instruct sizes) that are l
 weights or (for runs on `cuda`) a CUDA device are absent. A preset can be cut to a subset of its grid
 (`envs`, `models`, `methods`, `seeds`: values the preset has) and given `key=value` overrides that win
 over every setting of the preset, its per-environment ones included (e.g. a CPU smoke test of `paper`
-on a small local model: `run.device=cpu`, fewer steps). Left out: grid values the preset does not have
-(write a spec and use `agentbench-af sweep`).
+on a small local model: `run.device=cpu`, fewer steps). It refuses to start
+from a checkout whose tracked files differ from their commit (`--allow-dirty` overrides; the records then
+name `<commit>-dirty` and the table says so). Left out: grid values the preset does not have (write a
+spec and use `agentbench-af sweep`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from pathlib import Path
 
 from agentbench_af.models.hf import WEIGHT_FILES
 from agentbench_af.models.tiny import TINY_SPECS
+from agentbench_af.results.record import git_commit
 from agentbench_af.sweep.runner import Backend, RunOutcome, plan_sweep, run_sweep
 from agentbench_af.sweep.spec import GridSpec, SweepSpec, load_sweep_spec
 
@@ -47,6 +50,7 @@ class ReproduceConfig:
     seeds: tuple[int, ...] = ()
     overrides: tuple[str, ...] = ()  # key=value, applied after everything the preset sets
     imports: tuple[str, ...] = ()  # plugin modules (`--import`), added to the preset's own
+    allow_dirty: bool = False  # run although tracked files differ from the commit (records name it -dirty)
 
     @property
     def name(self) -> str:
@@ -158,8 +162,20 @@ def publish_records(outcomes: list[RunOutcome], leaderboard: Path) -> list[Path]
     return written
 
 
+def check_clean_tree(cfg: ReproduceConfig) -> None:
+    """ReproduceError when the checkout has uncommitted changes to tracked files (unless `allow_dirty`):
+    a leaderboard record must name the commit whose code ran."""
+    commit = git_commit()
+    if commit and commit.endswith("-dirty") and not cfg.allow_dirty:
+        raise ReproduceError(f"the checkout has uncommitted changes (commit {commit[:7]}-dirty), so no commit would "
+                             "name the code these records come from; commit or stash them first, or pass "
+                             "--allow-dirty (every record then names the -dirty commit and the table notes it)")
+
+
 def reproduce(cfg: ReproduceConfig, show_progress: bool = True) -> list[RunOutcome]:
-    """Run the preset's sweep (skipping finished runs) and copy its records into the leaderboard folder."""
+    """Run the preset's sweep (skipping finished runs) and copy its records into the leaderboard folder;
+    refuses a checkout with uncommitted changes unless `cfg.allow_dirty`."""
+    check_clean_tree(cfg)
     spec = prepare_spec(cfg)
     outcomes = run_sweep(spec, backend=cfg.backend, workers=cfg.workers, show_progress=show_progress)
     publish_records(outcomes, cfg.leaderboard)

@@ -31,3 +31,14 @@ def test_leaderboard_tables_regenerate_from_its_records(board, tmp_path):
         committed = board / name
         if committed.exists():
             assert (tmp_path / name).read_bytes() == committed.read_bytes(), f"{board.name}/{name} differs"
+
+
+@pytest.mark.parametrize("board", BOARDS, ids=[b.name for b in BOARDS])
+def test_leaderboard_records_name_a_clean_commit(board):
+    """A record made from a checkout with uncommitted changes names `<commit>-dirty`: no commit pins its
+    code, so it belongs in docs/history/unpinned/, not here."""
+    import json
+
+    dirty = [p.parent.name for p in sorted(board.rglob("record.json"))
+             if str(json.loads(p.read_text()).get("git_commit") or "").endswith("-dirty")]
+    assert not dirty, f"{board.name}: records from a dirty tree: {dirty[:3]}"

@@ -10,6 +10,14 @@ def _one_thread():
     torch.set_num_threads(1)
 
 
+@pytest.fixture(autouse=True)
+def _clean_checkout(monkeypatch):
+    """`reproduce` refuses a checkout with uncommitted changes; tests run in one while it is being edited."""
+    from agentbench_af.sweep import reproduce
+
+    monkeypatch.setattr(reproduce, "git_commit", lambda: "0" * 40)
+
+
 @pytest.fixture
 def tiny_base() -> dict:
     return json.loads(json.dumps(TINY_BASE))

@@ -133,3 +133,23 @@ def test_cli_really_trains_a_one_run_preset(tmp_path, tiny_base):
     record = json.loads(next((tmp_path / "b").rglob("record.json")).read_text())
     assert record["status"] == "completed" and record["method"] == "grpo+actfocus"
     assert "grpo+actfocus" in (tmp_path / "b" / "table.md").read_text()
+
+
+def test_a_dirty_checkout_is_refused_unless_allowed(tmp_path, tiny_base, fake_train, monkeypatch):
+    from agentbench_af.sweep import reproduce as module
+
+    monkeypatch.setattr(module, "git_commit", lambda: "ab" * 20 + "-dirty")
+    spec = _spec_file(tmp_path, tiny_base)
+    args = ["reproduce", "--preset", spec, "--out", str(tmp_path / "board"), "--work-dir", str(tmp_path / "w"),
+            "--backend", "serial", "--quiet"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2 and "uncommitted changes (commit abababa-dirty)" in result.output
+    assert not fake_train and not (tmp_path / "board").exists()
+    result = runner.invoke(app, [*args, "--allow-dirty"])
+    assert result.exit_code == 0, result.output
+    # fake_train's records name no commit; one that names the -dirty commit gets a note under the table
+    record = next((tmp_path / "board").rglob("record.json"))
+    record.write_text(record.read_text().replace('"git_commit": null', '"git_commit": "' + "ab" * 20 + '-dirty"'))
+    assert runner.invoke(app, ["table", str(tmp_path / "board")]).exit_code == 0
+    assert ("- 1 of 4 records name a commit with uncommitted changes (abababa-dirty): no commit pins the code "
+            "that ran them") in (tmp_path / "board" / "table.md").read_text()
