@@ -38,6 +38,20 @@ def method_sort_key(method: str) -> tuple[int, str, str]:
 
 
 @dataclass(frozen=True)
+class Metric:
+    """A success measure the table shows: its record columns, its `stats` column prefix, its grid suffix."""
+
+    final: str  # records_frame column of the final value
+    warm: str  # records_frame column of the warm start's value
+    prefix: str  # stats columns f"{prefix}mean", "se", "n", "best"
+    suffix: str  # grid column: env + suffix
+
+
+SAMPLED = Metric("final_success", "warm_start_success", "", "")
+GREEDY = Metric("final_greedy", "warm_start_greedy", "greedy_", " greedy")
+
+
+@dataclass(frozen=True)
 class SuccessTable:
     stats: pd.DataFrame  # long form: env, model, method, row, config_hash, mean, se, n, best (+ greedy_*)
     grid: pd.DataFrame  # display strings, index = row label, columns = envs (+ "<env> greedy")
@@ -74,7 +88,7 @@ def build_table(df: pd.DataFrame) -> SuccessTable:
         n = int(ok["git_commit"].fillna("").str.endswith("-dirty").sum())
         notes.append(f"{n} of {len(ok)} records name a commit with uncommitted changes ({', '.join(dirty)}): no "
                      "commit pins the code that ran them")
-    greedy = bool(ok["final_greedy"].notna().any()) if "final_greedy" in ok else False
+    metrics = [SAMPLED] + ([GREEDY] if "final_greedy" in ok and ok["final_greedy"].notna().any() else [])
     rows = []
     for (env, model, method), cell in ok.groupby(["env", "model", "method"], sort=True):
         hashes = sorted(cell["config_hash"].unique())
@@ -87,51 +101,50 @@ def build_table(df: pd.DataFrame) -> SuccessTable:
                 seeds = sorted({int(s) for s in part["seed"][dup]})
                 raise ValueError(f"{env} {model} {method}: seed(s) {seeds} appear twice with config {h}; remove the "
                                  f"duplicate records: {', '.join(sorted(part['path'][dup]))}")
-            mean, se, n = cell_stats(part["final_success"])
             label = f"{model} {method}" + (f" [config {h}]" if len(hashes) > 1 else "")
             rows.append({"env": env, "model": model, "model_params": int(part["model_params"].max()),
-                         "method": method, "row": label, "config_hash": h, "mean": mean, "se": se, "n": n,
+                         "method": method, "row": label, "config_hash": h, **_cell_columns(part, SAMPLED),
                          "seeds": ",".join(str(s) for s in sorted(part["seed"]))})
-            if greedy:
-                rows[-1].update(zip(("greedy_mean", "greedy_se", "greedy_n"), cell_stats(part["final_greedy"]),
-                                    strict=True))
+            for m in metrics[1:]:
+                rows[-1].update(_cell_columns(part, m))
     stats = pd.DataFrame(rows)
-    stats["best"] = stats["mean"] == stats.groupby("env")["mean"].transform("max")
-    if greedy:
-        stats["greedy_best"] = stats["greedy_mean"] == stats.groupby("env")["greedy_mean"].transform("max")
+    for m in metrics:
+        stats[m.prefix + "best"] = stats[m.prefix + "mean"] == stats.groupby("env")[m.prefix + "mean"].transform("max")
     stats = stats.sort_values(["model_params", "model", "method"], key=lambda s: s.map(method_sort_key) if s.name == "method" else s)
     envs = sorted(stats["env"].unique())
-    metrics = [("final_success", "warm_start_success", "")]
-    if greedy:
-        metrics.append(("final_greedy", "warm_start_greedy", " greedy"))
     gains, gain_long, warm = [], [], []
-    for metric, warm_metric, suffix in metrics:
-        g_rows, g_long = _paired_gain_rows(ok, stats, metric, suffix)
+    for m in metrics:
+        g_rows, g_long = _paired_gain_rows(ok, stats, m.final, m.suffix)
         gains += g_rows
         gain_long += g_long
-        w_rows, w_notes = _warm_start_rows(ok, warm_metric, suffix)
+        w_rows, w_notes = _warm_start_rows(ok, m.warm, m.suffix)
         warm += w_rows
         notes += [n for n in w_notes if n not in notes]
-    grid_columns = [env + suffix for env in envs for _, _, suffix in metrics
-                    if not suffix or stats.loc[stats["env"] == env, "greedy_n"].fillna(0).gt(0).any()]
+    grid_columns = [env + m.suffix for env in envs for m in metrics
+                    if stats.loc[stats["env"] == env, m.prefix + "n"].gt(0).any()]
     order: list[str] = []
     for model in dict.fromkeys(stats["model"]):  # each model's warm start, its methods, then its gain rows
         order += sorted({label for label, m, _, _ in warm if m == model})
         order += list(dict.fromkeys(stats.loc[stats["model"] == model, "row"]))
         order += sorted({label for label, m, _, _ in gains if m == model}, key=lambda x: method_sort_key(x.split()[-3]))
     grid = pd.DataFrame("", index=order, columns=grid_columns)
-    for r in stats.itertuples():
-        text = _fmt(r.mean, r.se, r.n)
-        grid.loc[r.row, r.env] = f"**{text}**" if r.best else text
-        if greedy and r.greedy_n > 0 and r.env + " greedy" in grid.columns:
-            text = _fmt(r.greedy_mean, r.greedy_se, int(r.greedy_n))
-            grid.loc[r.row, r.env + " greedy"] = f"**{text}**" if r.greedy_best else text
+    for r in stats.to_dict("records"):
+        for m in metrics:
+            n = int(r[m.prefix + "n"])
+            if n > 0 and r["env"] + m.suffix in grid.columns:
+                text = _fmt(r[m.prefix + "mean"], r[m.prefix + "se"], n)
+                grid.loc[r["row"], r["env"] + m.suffix] = f"**{text}**" if r[m.prefix + "best"] else text
     for label, _, column, text in gains + warm:
         if column in grid.columns:
             grid.loc[label, column] = text
     grid.index.name = "model / method"
     return SuccessTable(stats=stats.reset_index(drop=True), grid=grid, protocol=_protocol_lines(ok), notes=notes,
                         gains=pd.DataFrame(gain_long, columns=gain_columns()))
+
+
+def _cell_columns(part: pd.DataFrame, m: Metric) -> dict[str, float | int]:
+    mean, se, n = cell_stats(part[m.final])
+    return {m.prefix + "mean": mean, m.prefix + "se": se, m.prefix + "n": n}
 
 
 def _signed(x: float) -> str:
