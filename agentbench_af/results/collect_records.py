@@ -63,8 +63,8 @@ def records_frame(paths: Iterable[str | Path]) -> pd.DataFrame:
         )
     columns = ["path", "env", "model", "model_params", "method", "seed", "config_hash", "final_success",
                "warm_start_success", "final_greedy", "warm_start_greedy", "status", "git_commit", "error",
-               "wall_time_s", "eval_episodes", "eval_temperature", "rl_steps", "group_size", "prompts_per_step", "catalogue", "sft_steps", "max_turns", "context_mode",
-               "bottleneck"]
+               "wall_time_s", "eval_episodes", "eval_temperature", "rl_steps", "group_size", "prompts_per_step",
+               "catalogue", "sft_steps", "max_turns", "context_mode", "bottleneck"]
     frame = pd.DataFrame(rows, columns=columns)
     # nullable integers: a column with gaps (older records lack a field) stays integer, not 5.0
     return frame.astype({c: "Int64" for c in INTEGER_COLUMNS})
