@@ -89,7 +89,7 @@ class SudokuEnv(TextEnv[SudokuVariant]):
 
     def expert_turn(self) -> ExpertTurn:
         moves = expert_moves(self._board, self._solution, self.variant.max_actions_per_turn,
-                             scan=self.variant.expert_reasoning == "scan")
+                             self.variant.expert_reasoning)
         if not moves:
             return ExpertTurn(reasoning="The grid is solved.")
         actions = tuple(f"{ROW_OF[i] + 1},{COL_OF[i] + 1},{n}" for i, n, _ in moves)

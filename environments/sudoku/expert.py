@@ -3,14 +3,29 @@
 It fixes wrongly placed digits first, then fills empty cells, preferring a cell whose digit is forced
 by the correct digits on the board: a naked single (its row, column and box leave one digit) before a
 hidden single (the digit fits nowhere else in a row, column or box), before any other cell (the
-solution's digit, "the unique solution has N there"). Left out: deductions beyond singles.
+solution's digit, "the unique solution has N there"). With the `units` reasoning a full house (the last
+empty cell of a row, then of a column, then of a box) comes before all of these, in reading order.
+Left out: deductions beyond singles.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agentbench_af.environments.sudoku.grid import BIT, CELLS, FULL, PEERS, POPCOUNT, UNITS_OF, cell_name
+from agentbench_af.environments.sudoku.grid import (
+    BIT,
+    BOXES,
+    CELLS,
+    COL_OF,
+    COLS,
+    FULL,
+    PEERS,
+    POPCOUNT,
+    ROW_OF,
+    ROWS,
+    UNITS_OF,
+    cell_name,
+)
 
 Move = tuple[int, int, str]  # (cell, digit, reason)
 
@@ -40,9 +55,28 @@ def scan_sentence(known: Sequence[int], i: int, n: int) -> str:
     return f"{cell_name(i)}: row {held[0]}, col {held[1]}, box {held[2]}, so {n}."
 
 
-def expert_moves(board: Sequence[int], solution: Sequence[int], k: int, scan: bool = False) -> list[Move]:
-    """Up to `k` placements that bring `board` closer to `solution`, wrong cells first; with `scan`, a
-    filled cell's sentence is `scan_sentence` over the digits known before it (earlier moves included)."""
+def full_house(known: Sequence[int], n_of: Sequence[int]) -> tuple[int, str] | None:
+    """The first unit (rows top to bottom, then columns, then boxes) with exactly one empty cell, as
+    (cell, sentence): `row 2 has 3 . 1 4: 2 goes at col 2.` (the unit's digits in reading order, `.` for
+    the empty cell; a column names the row, a box names row and column). `n_of[i]` is cell i's digit."""
+    for kind, units in (("row", ROWS), ("col", COLS), ("box", BOXES)):
+        for number, cells in enumerate(units, start=1):
+            empty = [i for i in cells if not known[i]]
+            if len(empty) != 1:
+                continue
+            i = empty[0]
+            where = {"row": f"col {COL_OF[i] + 1}", "col": f"row {ROW_OF[i] + 1}", "box": cell_name(i)}[kind]
+            digits = " ".join(str(known[j]) if known[j] else "." for j in cells)
+            return i, f"{kind} {number} has {digits}: {n_of[i]} goes at {where}."
+    return None
+
+
+def expert_moves(
+    board: Sequence[int], solution: Sequence[int], k: int, reasoning: str = "singles"
+) -> list[Move]:
+    """Up to `k` placements that bring `board` closer to `solution`, wrong cells first. `reasoning`:
+    `singles` (the rule's sentence), `scan` (`scan_sentence` over the digits known before the cell,
+    earlier moves included) or `units` (a `full_house` first, then as `singles`)."""
     moves: list[Move] = [
         (i, solution[i], f"The {board[i]} at {cell_name(i)} is wrong; it must be {solution[i]}.")
         for i in range(CELLS)
@@ -52,6 +86,12 @@ def expert_moves(board: Sequence[int], solution: Sequence[int], k: int, scan: bo
     for i, n, _ in moves:
         known[i] = n
     while len(moves) < k:
+        house = full_house(known, solution) if reasoning == "units" else None
+        if house is not None:
+            i, sentence = house
+            known[i] = solution[i]
+            moves.append((i, solution[i], sentence))
+            continue
         best: tuple[int, int, str] | None = None
         for i in range(CELLS):
             if board[i] or known[i]:
@@ -64,7 +104,7 @@ def expert_moves(board: Sequence[int], solution: Sequence[int], k: int, scan: bo
         if best is None:
             break
         _, i, sentence = best
-        sentence = scan_sentence(known, i, solution[i]) if scan else sentence
+        sentence = scan_sentence(known, i, solution[i]) if reasoning == "scan" else sentence
         known[i] = solution[i]
         moves.append((i, solution[i], sentence))
     return moves

@@ -6,6 +6,7 @@ from agentbench_af.api import Variant, register
 
 CELLS = 16
 MIN_UNIQUE_CLUES = 4  # no 4x4 Sudoku with fewer givens has a unique solution
+EXPERT_REASONINGS = ("singles", "scan", "units")
 
 
 @dataclass(frozen=True)
@@ -19,13 +20,15 @@ class SudokuVariant(Variant):
     max_actions_per_episode: int = 16
     # the expert's sentence for a placement: "singles" names the rule ("Only 4 fits at row 1 col 3: its
     # row, column and box hold the other digits."); "scan" lists what the cell's row, column and box hold
-    # ("row 1 col 3: row 2 1, col 3, box 2 3 1, so 4."), so the digit follows from digits in the text
+    # ("row 1 col 3: row 2 1, col 3, box 2 3 1, so 4."), so the digit follows from digits in the text;
+    # "units" fills the last empty cell of a row, column or box first ("row 2 has 3 . 1 4: 2 goes at
+    # col 2."), so most placements read one line of the board
     expert_reasoning: str = "singles"
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.expert_reasoning not in ("singles", "scan"):
-            raise ValueError(f"expert_reasoning must be 'singles' or 'scan', got {self.expert_reasoning!r}")
+        if self.expert_reasoning not in EXPERT_REASONINGS:
+            raise ValueError(f"expert_reasoning must be one of {EXPERT_REASONINGS}, got {self.expert_reasoning!r}")
         if not MIN_UNIQUE_CLUES <= self.clues < CELLS:
             raise ValueError(f"clues must be in [{MIN_UNIQUE_CLUES}, {CELLS - 1}], got {self.clues}")
         budget = min(self.max_actions_per_episode, self.max_turns * self.max_actions_per_turn)

@@ -273,5 +273,22 @@ def test_scan_sentences_list_the_units_digits_by_hand():
     assert turn.actions == ("2,1,3", "2,2,4")
     success, *_ = expert_episode(env, 600)
     assert success
-    with pytest.raises(ValueError, match="expert_reasoning must be 'singles' or 'scan'"):
+    with pytest.raises(ValueError, match="expert_reasoning must be one of"):
         agentbench_af.make("Sudoku-4x4-10clues-v0", expert_reasoning="plan")
+
+
+def test_units_reasoning_fills_full_houses_first_by_hand():
+    # the same seed 600: row 4 ([4] . [2] [1]) is the first unit with one empty cell -> 3 at col 2;
+    # then no row has one empty cell, and column 4 (3 . 4 1, top to bottom) leaves 2 at row 2.
+    env = agentbench_af.make("Sudoku-4x4-10clues-v0", expert_reasoning="units")
+    env.reset(seed=600)
+    turn = env.expert_turn()
+    assert turn.reasoning == "row 4 has 4 . 2 1: 3 goes at col 2. col 4 has 3 . 4 1: 2 goes at row 2."
+    assert turn.actions == ("4,2,3", "2,4,2")
+    # a box: only box 1 (cells 0, 1, 4, 5) has one empty cell; rows and columns have two or more
+    solution = generate_puzzle(10, 600).solution
+    board = [0] * CELLS
+    for i in (0, 1, 4):
+        board[i] = solution[i]
+    assert expert_moves(board, solution, 1, "units") == [(5, 4, "box 1 has 2 1 3 .: 4 goes at row 2 col 2.")]
+    assert all(expert_episode(env, seed)[0] for seed in range(50))
