@@ -31,6 +31,7 @@ from agentbench_af.environments.webshop.records import Goal, Product, Review
 from agentbench_af.environments.webshop.scoring import price_upper_choices
 
 SHIPPED_DIR = Path(__file__).parent / "data"
+MINI_DIR = SHIPPED_DIR / "mini"  # the smaller catalogue of WebShop-mini-v0 (data_dir "shipped-mini")
 ENV_VAR = "WEBSHOP_DATA"
 NO_BUDGET = 1_000_000.0
 GOAL_SHUFFLE_SEED = 233
@@ -231,9 +232,12 @@ def find_file(folder: Path, stem: str, subset: str = "", required: bool = True) 
 
 
 def resolve_data_dir(data_dir: str) -> Path:
-    """'shipped' (this package's catalogue), 'env' (the folder in $WEBSHOP_DATA) or a folder path."""
+    """'shipped' (this package's catalogue), 'shipped-mini' (its smaller one), 'env' (the folder in
+    $WEBSHOP_DATA) or a folder path."""
     if data_dir == "shipped":
         return SHIPPED_DIR
+    if data_dir == "shipped-mini":
+        return MINI_DIR
     if data_dir == "env":
         value = os.environ.get(ENV_VAR, "")
         if not value:
@@ -264,7 +268,8 @@ def load_catalogue(data_dir: str = "shipped", subset: str = "", goals: str = "sy
     reviews = find_file(folder, "reviews", required=False)
     human = find_file(folder, "items_human_ins", required=goals == "human") if goals == "human" else None
     paths = [p for p in (items, ins, reviews, human) if p is not None]
-    label = "shipped" if folder == SHIPPED_DIR else items.name.split(".")[0]  # type: ignore[union-attr]
+    shipped = {SHIPPED_DIR: "shipped", MINI_DIR: "shipped-mini"}
+    label = shipped.get(folder) or items.name.split(".")[0]  # type: ignore[union-attr]
     name = f"webshop-{label}-{goals}@{_digest(paths)}"
     return build_catalogue(
         read_json(items),  # type: ignore[arg-type]

@@ -64,7 +64,7 @@ class WebShopEnv(TextEnv[WebShopVariant]):
         return (
             "You are shopping in WebShop. Find and buy the product that matches the instruction: its type, "
             "attributes, options and price budget.\n"
-            "Pages: search, results (10 items a page), item (options, Description, Features, Reviews), "
+            f"Pages: search, results ({variant.results_per_page} items a page), item (options, Description, Features, Reviews), "
             "item sub-pages.\n"
             "Actions: search[query] on the search page; click[button] with a button from the available "
             "actions (an item id, Next >, < Prev, Back to Search, an option value, Description, Features, "

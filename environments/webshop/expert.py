@@ -1,10 +1,11 @@
 """The WebShop expert: knows the goal (privileged) and walks search -> results -> item -> options -> buy.
 
 It searches with the instruction (without its price clause), falling back to the goal product's
-title when the instruction does not bring the product up; pages to the product, opens it, chooses
-the goal's options and buys. From any other state it first steps back towards that path. Each turn
-comes with one short templated reasoning sentence. Left out: comparison shopping (it never looks at
-other items), so it buys the goal product even if another item would score as well.
+title when the instruction does not bring the product up. From the results it takes the first item
+that would score 1 with the goal's options (`fitting_asin`; the goal product when none does), as a
+shopper takes the first match rather than one particular listing; it pages to that item, opens it,
+chooses the goal's options and buys. From any other state it first steps back towards that path. Each
+turn comes with one short templated reasoning sentence. Left out: comparing prices among fitting items.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from agentbench_af.api import ExpertTurn
 from agentbench_af.environments.webshop import pages
 from agentbench_af.environments.webshop.pages import Session
 from agentbench_af.environments.webshop.records import Goal, Product
+from agentbench_af.environments.webshop.scoring import score_purchase
 
 if TYPE_CHECKING:
     from agentbench_af.environments.webshop.catalogue import Catalogue
@@ -50,23 +52,41 @@ def missing_option(product: Product, goal: Goal, chosen: dict[str, str]) -> tupl
     return None
 
 
+def goal_options(product: Product, goal: Goal) -> dict[str, str]:
+    """The options the expert would choose on `product`: each goal option a click there can set."""
+    chosen: dict[str, str] = {}
+    while (todo := missing_option(product, goal, chosen)) is not None:
+        chosen[todo[0]] = todo[1]
+    return chosen
+
+
+def fitting_asin(results: tuple[str, ...] | list[str], goal: Goal, catalogue: Catalogue) -> str:
+    """The first of `results` whose purchase with `goal_options` scores 1, else the goal's asin."""
+    for asin in results:
+        product = catalogue.by_asin[asin]
+        if score_purchase(product, goal, goal_options(product, goal)).score >= 1.0:
+            return asin
+    return goal.asin
+
+
 def plan_turn(
     s: Session, goal: Goal, catalogue: Catalogue, engine: SearchEngine, v: WebShopVariant
 ) -> ExpertTurn:
-    product = catalogue.by_asin[goal.asin]
-    kind = product.query or "product"
+    kind = catalogue.by_asin[goal.asin].query or "product"
+    target = fitting_asin(s.results, goal, catalogue) if s.results else goal.asin
+    product = catalogue.by_asin[target]
     if s.page == "search":
         q = expert_query(goal, catalogue, engine, v.search_return_n)
         return ExpertTurn(
             f"I am shopping for {kind} as the instruction describes, so I search for it.", (f"search[{q}]",)
         )
     if s.page == "results":
-        if goal.asin in s.results:
-            where = s.results.index(goal.asin) // v.results_per_page + 1
+        if target in s.results:
+            where = s.results.index(target) // v.results_per_page + 1
             if where == s.result_page:
                 return ExpertTurn(
-                    f"Item {goal.asin} on this page fits the instruction, so I open it.",
-                    (f"click[{goal.asin}]",),
+                    f"Item {target} on this page fits the instruction, so I open it.",
+                    (f"click[{target}]",),
                 )
             if where > s.result_page:
                 return ExpertTurn(
@@ -83,7 +103,7 @@ def plan_turn(
     if s.page == "item-sub":
         return ExpertTurn("I have read this page, so I return to the item.", (f"click[{pages.PREV_PAGE}]",))
     if s.page == "item":
-        if s.asin != goal.asin:
+        if s.asin != target:
             return ExpertTurn(
                 "This item does not fit the instruction, so I go back to the results.",
                 (f"click[{pages.PREV_PAGE}]",),

@@ -1,6 +1,7 @@
 """Generate the shipped WebShop catalogue, deterministically, in WebShop's raw file schema.
 
-    python -m agentbench_af.environments.webshop.generate            # rewrites environments/webshop/data/
+    python -m agentbench_af.environments.webshop.generate                  # rewrites environments/webshop/data/
+    python -m agentbench_af.environments.webshop.generate --profile mini   # rewrites data/mini/
 
 Products are drawn from `vocab.PRODUCT_TYPES` (type x attributes x option values x price) with a seeded
 `random.Random`; the files are gzipped with a zero timestamp, so the same seed and counts give the same
@@ -9,6 +10,11 @@ bytes. Every instruction is checked before it is kept: the goal product is among
 and no wrong option value of the product would count as a goal option under WebShop's option
 matching (so choosing a wrong option costs score). Left out: images and the raw fields WebShop's
 loader drops (brand, seller, list price, ...).
+
+Profiles (`PROFILES`): `shipped` (WebShop-v0: 5,000 products of 33 types, 4,000 goals, 10-character
+ASINs, 1-3 attributes per instruction) and `mini` (WebShop-mini-v0, for CPU tables: 600 products of 10
+types, 500 goals, ASINs of `B0` and 3 digits, one attribute per instruction), so that a tiny policy
+has fewer words to learn and shorter ids and queries to copy.
 """
 
 from __future__ import annotations
@@ -17,20 +23,43 @@ import gzip
 import json
 import random
 import string
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from agentbench_af.environments.webshop import vocab
-from agentbench_af.environments.webshop.catalogue import SHIPPED_DIR, build_catalogue, option_text
+from agentbench_af.environments.webshop.catalogue import MINI_DIR, SHIPPED_DIR, build_catalogue, option_text
 from agentbench_af.environments.webshop.scoring import fuzzy_match, normalize_color
 from agentbench_af.environments.webshop.search import SEARCH_RETURN_N, SearchEngine
-from agentbench_af.environments.webshop.variants import SHIPPED_GOALS
+from agentbench_af.environments.webshop.variants import MINI_GOALS, SHIPPED_GOALS
 
 DEFAULT_SEED = 20220101
 DEFAULT_PRODUCTS = 5000
 INSTRUCTION_TRIES = 6
+
+
+@dataclass(frozen=True)
+class CatalogueProfile:
+    """What a generated catalogue holds; the defaults are the shipped (WebShop-v0) catalogue's."""
+
+    products: int = DEFAULT_PRODUCTS
+    goals: int = SHIPPED_GOALS
+    asin_tail: str = string.ascii_uppercase + string.digits  # characters after "B0"
+    asin_length: int = 8  # characters after "B0"
+    types: tuple[str, ...] = ()  # product type nouns to draw from; () = all of vocab.PRODUCT_TYPES
+    max_instruction_attributes: int = 3
+    out: Path = SHIPPED_DIR
+
+
+MINI_TYPES = ("shampoo", "lipstick", "coffee beans", "protein bar", "t-shirt", "socks", "bookshelf",
+              "desk lamp", "power bank", "bluetooth speaker")  # two per category
+PROFILES: dict[str, CatalogueProfile] = {
+    "shipped": CatalogueProfile(),
+    "mini": CatalogueProfile(products=600, goals=MINI_GOALS, asin_tail=string.digits, asin_length=3,
+                             types=MINI_TYPES, max_instruction_attributes=1, out=MINI_DIR),
+}
 
 
 def _join(words: list[str]) -> str:
@@ -117,9 +146,9 @@ def _reviews(rng: random.Random, asin: str, brand: str, noun: str) -> dict[str, 
     }
 
 
-def _instruction(rng: random.Random, raw: dict[str, Any]) -> dict[str, Any]:
+def _instruction(rng: random.Random, raw: dict[str, Any], max_attributes: int) -> dict[str, Any]:
     attrs = raw["attributes"]
-    wanted = rng.sample(attrs, rng.randint(1, min(3, len(attrs))))
+    wanted = rng.sample(attrs, rng.randint(1, min(max_attributes, len(attrs))))
     text = rng.choice(vocab.INSTRUCTION_TEMPLATES).format(attrs=_join(wanted), noun=raw["query"])
     options = {g: rng.choice(vals)["value"] for g, vals in sorted(raw["customization_options"].items())}
     return {"instruction": text, "instruction_attributes": wanted, "instruction_options": options}
@@ -138,19 +167,19 @@ def _wrong_option_scores(raw: dict[str, Any], options: dict[str, str]) -> bool:
     return False
 
 
-def generate(
-    seed: int = DEFAULT_SEED, n_products: int = DEFAULT_PRODUCTS, n_goals: int = SHIPPED_GOALS
-) -> dict[str, Any]:
+def generate(seed: int = DEFAULT_SEED, profile: CatalogueProfile = PROFILES["shipped"]) -> dict[str, Any]:
     """The three files' contents: items_shuffle, items_ins_v2 and reviews (JSON-ready)."""
     rng = random.Random(seed)
     brands = [(h + t).capitalize() for h in vocab.BRAND_HEADS for t in vocab.BRAND_TAILS]
+    types = [t for t in vocab.PRODUCT_TYPES if not profile.types or t.noun in profile.types]
+    n_products, n_goals = profile.products, profile.goals
     asins: set[str] = set()
     raws, reviews = [], []
     for i in range(n_products):
-        ptype = vocab.PRODUCT_TYPES[i % len(vocab.PRODUCT_TYPES)]
+        ptype = types[i % len(types)]
         asin = ""
         while not asin or asin in asins:
-            asin = "B0" + "".join(rng.choices(string.ascii_uppercase + string.digits, k=8))
+            asin = "B0" + "".join(rng.choices(profile.asin_tail, k=profile.asin_length))
         asins.add(asin)
         brand = rng.choice(brands)
         raws.append(_product(rng, ptype, asin, brand))
@@ -170,7 +199,8 @@ def generate(
         if kept == n_goals:
             break
         for _ in range(INSTRUCTION_TRIES):
-            entry = _instruction(rng, {**raw, "attributes": ins[raw["asin"]]["attributes"]})
+            entry = _instruction(rng, {**raw, "attributes": ins[raw["asin"]]["attributes"]},
+                                 profile.max_instruction_attributes)
             combo = sorted(entry["instruction_options"].items())
             query = entry["instruction"] + option_text(combo)
             if raw["asin"] in engine.search(query, SEARCH_RETURN_N) and not _wrong_option_scores(
@@ -196,12 +226,17 @@ def write(files: dict[str, Any], out: Path) -> list[Path]:
 
 
 def main(
-    out: Path = typer.Option(SHIPPED_DIR, help="folder to write the .json.gz files to"),
+    profile: str = typer.Option("shipped", help=f"one of {list(PROFILES)}"),
+    out: Path = typer.Option(None, help="folder to write the .json.gz files to (default: the profile's)"),
     seed: int = typer.Option(DEFAULT_SEED),
-    products: int = typer.Option(DEFAULT_PRODUCTS, help="number of products"),
-    goals: int = typer.Option(SHIPPED_GOALS, help="number of products that get an instruction"),
+    products: int = typer.Option(None, help="number of products (default: the profile's)"),
+    goals: int = typer.Option(None, help="number of products that get an instruction (default: the profile's)"),
 ) -> None:
-    for path in write(generate(seed, products, goals), out):
+    if profile not in PROFILES:
+        raise typer.BadParameter(f"unknown profile {profile!r}; choose one of {list(PROFILES)}")
+    chosen = PROFILES[profile]
+    chosen = replace(chosen, products=products or chosen.products, goals=goals or chosen.goals)
+    for path in write(generate(seed, chosen), out or chosen.out):
         typer.echo(f"wrote {path} ({path.stat().st_size:,} bytes)")
 
 

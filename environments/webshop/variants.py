@@ -8,6 +8,9 @@ from agentbench_af.api import Variant, register
 SHIPPED_GOALS = 4000
 #: the first goals are the evaluation set, as WebShop's first 500 goals are its test split
 EVAL_GOALS = 500
+#: goals in the smaller shipped catalogue of WebShop-mini-v0, and its evaluation split
+MINI_GOALS = 500
+MINI_EVAL_GOALS = 100
 
 
 @dataclass(frozen=True)
@@ -17,7 +20,7 @@ class WebShopVariant(Variant):
     and seed ranges that fit its goal count (WebShop's split: eval 0-500, dev 500-1500, train 1500+).
     """
 
-    data_dir: str = "shipped"  # "shipped", "env" ($WEBSHOP_DATA) or a folder with WebShop's files
+    data_dir: str = "shipped"  # "shipped", "shipped-mini", "env" ($WEBSHOP_DATA) or a folder with WebShop's files
     subset: str = ""  # file-name suffix of the original files, e.g. "_1000"
     goals: str = "synthetic"
     results_per_page: int = 10
@@ -45,6 +48,12 @@ VARIANTS: dict[str, tuple[WebShopVariant, str]] = {
     "WebShop-v0": (
         WebShopVariant(),
         "WebShop on the shipped catalogue: search, open an item, choose options, buy; WebShop's score.",
+    ),
+    "WebShop-mini-v0": (
+        WebShopVariant(data_dir="shipped-mini", max_turns=10, max_actions_per_episode=10,
+                       eval_seeds=(0, MINI_EVAL_GOALS), train_seeds=(MINI_EVAL_GOALS, MINI_GOALS)),
+        "WebShop on the smaller shipped catalogue (600 products of 10 types, short ids, one attribute per "
+        "instruction), 10 turns: the CPU tables' WebShop; WebShop-v0 stays the paper setting.",
     ),
 }
 

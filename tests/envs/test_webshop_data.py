@@ -2,13 +2,14 @@
 
 import gzip
 import json
+import re
 
 import pytest
 
-from agentbench_af.environments.webshop.catalogue import SHIPPED_DIR, find_file
-from agentbench_af.environments.webshop.generate import generate, write
+from agentbench_af.environments.webshop.catalogue import MINI_DIR, SHIPPED_DIR, find_file
+from agentbench_af.environments.webshop.generate import MINI_TYPES, PROFILES, CatalogueProfile, generate, write
 from agentbench_af.environments.webshop.scoring import normalize_color
-from agentbench_af.environments.webshop.variants import SHIPPED_GOALS
+from agentbench_af.environments.webshop.variants import MINI_GOALS, SHIPPED_GOALS
 
 RAW_KEYS = {
     "asin",
@@ -48,14 +49,25 @@ def test_option_values_never_appear_in_the_product_text():
 
 
 def test_generator_is_deterministic(tmp_path):
-    a = write(generate(seed=3, n_products=300, n_goals=100), tmp_path / "a")
-    b = write(generate(seed=3, n_products=300, n_goals=100), tmp_path / "b")
+    small = CatalogueProfile(products=300, goals=100)
+    a = write(generate(seed=3, profile=small), tmp_path / "a")
+    b = write(generate(seed=3, profile=small), tmp_path / "b")
     assert [p.read_bytes() for p in a] == [p.read_bytes() for p in b]
-    c = write(generate(seed=4, n_products=300, n_goals=100), tmp_path / "c")
+    c = write(generate(seed=4, profile=small), tmp_path / "c")
     assert a[0].read_bytes() != c[0].read_bytes()
 
 
 @pytest.mark.slow
-def test_generator_reproduces_the_shipped_files(tmp_path):
-    for path in write(generate(), tmp_path):
-        assert path.read_bytes() == (SHIPPED_DIR / path.name).read_bytes(), path.name
+@pytest.mark.parametrize("profile", sorted(PROFILES))
+def test_generator_reproduces_the_shipped_files(tmp_path, profile):
+    for path in write(generate(profile=PROFILES[profile]), tmp_path):
+        assert path.read_bytes() == (PROFILES[profile].out / path.name).read_bytes(), path.name
+
+
+def test_mini_catalogue_is_the_smaller_profile():
+    items = json.loads(gzip.decompress(find_file(MINI_DIR, "items_shuffle").read_bytes()))  # type: ignore[union-attr]
+    ins = json.loads(gzip.decompress(find_file(MINI_DIR, "items_ins_v2").read_bytes()))  # type: ignore[union-attr]
+    assert len(items) == 600 and {p["query"] for p in items} == set(MINI_TYPES)
+    assert all(re.fullmatch(r"B0\d{3}", p["asin"]) for p in items)
+    goals = [e for e in ins.values() if e["instruction"]]
+    assert len(goals) == MINI_GOALS and all(len(e["instruction_attributes"]) == 1 for e in goals)

@@ -22,10 +22,10 @@ def act(e: WebShopEnv, action: str):
     return e.step(format_response("test", [action]))
 
 
-def play_to_goal_item(e: WebShopEnv, seed: int) -> None:
-    """Follow the expert until it is on the goal item page."""
+def play_to_expert_item(e: WebShopEnv, seed: int) -> None:
+    """Follow the expert until it opens the item it will buy."""
     e.reset(seed=seed)
-    while not (e.session.page == "item" and e.session.asin == e.goal.asin):
+    while e.session.page != "item":
         act(e, e.expert_turn().actions[0])
 
 
@@ -95,7 +95,7 @@ def test_results_page_lists_ten_items_with_paging():
 
 def test_item_sub_pages_keep_options_and_prev_to_results_drops_them():
     e = env()
-    play_to_goal_item(e, 11)
+    play_to_expert_item(e, 11)
     group, value = e.goal.options[0]
     act(e, f"click[{value.upper()}]")
     assert e.session.options == {group: value}
@@ -113,8 +113,8 @@ def test_item_sub_pages_keep_options_and_prev_to_results_drops_them():
 
 def test_buying_ends_the_episode_and_a_wrong_option_costs_score():
     e = env()
-    play_to_goal_item(e, 5)
-    product = e.catalogue.by_asin[e.goal.asin]
+    play_to_expert_item(e, 5)
+    product = e.catalogue.by_asin[e.session.asin]
     group, value = e.goal.options[0]
     wrong = next(v for v in product.options[group] if v != value)
     act(e, f"click[{wrong}]")
@@ -172,3 +172,16 @@ def test_contract_checker_passes():
 
     report = check_env("WebShop-v0", n_malformed=300)
     assert report.expert_success_rate == 1.0
+
+
+def test_expert_takes_the_first_result_that_scores_1_not_the_goals_own_listing():
+    # seed 1 (socks, odor resistant + moisture wicking + arch support, gray, medium): the goal's own
+    # product is the second result; the first also has the three attributes and both options
+    e = env()
+    e.reset(seed=1)
+    act(e, e.expert_turn().actions[0])
+    first, second = e.session.results[:2]
+    assert second == e.goal.asin and e.expert_turn().actions == (f"click[{first}]",)
+    while not e.session.page == "done":
+        act(e, e.expert_turn().actions[0])
+    assert e.session.asin == first and e.score == 1.0
