@@ -7,7 +7,13 @@ import re
 import pytest
 
 from agentbench_af.environments.webshop.catalogue import MINI_DIR, SHIPPED_DIR, find_file
-from agentbench_af.environments.webshop.generate import MINI_TYPES, PROFILES, CatalogueProfile, generate, write
+from agentbench_af.environments.webshop.generate import (
+    MINI_TYPES,
+    PROFILES,
+    CatalogueProfile,
+    generate,
+    write,
+)
 from agentbench_af.environments.webshop.scoring import normalize_color
 from agentbench_af.environments.webshop.variants import MINI_GOALS, SHIPPED_GOALS
 
