@@ -72,7 +72,9 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True, ov
     ranks, device = dp.start(device)
     try:
         with run_folder(cfg, ranks, resume=resume, overwrite=overwrite) as run:
-            return _train(cfg, run, ranks, device, autocast, show_progress and ranks.is_main)
+            record = _train(cfg, run, ranks, device, autocast, show_progress and ranks.is_main)
+        dp.finish(ranks)  # on success only: a rank that failed must not leave the others waiting here
+        return record
     finally:
         dp.stop(ranks)
 
