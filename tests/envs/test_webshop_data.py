@@ -28,8 +28,8 @@ RAW_KEYS = {
 }
 
 
-def _load(stem: str):
-    return json.loads(gzip.decompress(find_file(SHIPPED_DIR, stem).read_bytes()))  # type: ignore[union-attr]
+def _load(stem: str, folder=SHIPPED_DIR):
+    return json.loads(gzip.decompress(find_file(folder, stem).read_bytes()))  # type: ignore[union-attr]
 
 
 def test_shipped_files_are_small_and_in_webshop_schema():
@@ -71,8 +71,7 @@ def test_generator_reproduces_the_shipped_files(tmp_path, profile):
 
 
 def test_mini_catalogue_is_the_smaller_profile():
-    items = json.loads(gzip.decompress(find_file(MINI_DIR, "items_shuffle").read_bytes()))  # type: ignore[union-attr]
-    ins = json.loads(gzip.decompress(find_file(MINI_DIR, "items_ins_v2").read_bytes()))  # type: ignore[union-attr]
+    items, ins = _load("items_shuffle", MINI_DIR), _load("items_ins_v2", MINI_DIR)
     assert len(items) == 600 and {p["query"] for p in items} == set(MINI_TYPES)
     assert all(re.fullmatch(r"B0\d{3}", p["asin"]) for p in items)
     goals = [e for e in ins.values() if e["instruction"]]
