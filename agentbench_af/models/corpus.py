@@ -3,10 +3,13 @@
 - `expert_demonstrations(env_id, seeds) -> list[Demonstration]`: one expert episode per seed, each a
   system prompt and `(user message, response text)` pairs, rendered with `formats.prompts` and
   `api.parse.format_response` exactly as the rollout collector renders them.
-- `environment_corpus(env_ids, episodes_per_env, seed) -> list[str]`: the system prompts, turn messages
-  and expert responses of `episodes_per_env` episodes per environment (seeds drawn from the variant's
-  training range), plus the feedback lines of a few invalid turns, so the tokenizer sees every kind of
-  text the policy will read. Texts keep their natural frequencies (no de-duplication).
+- `environment_corpus(env_ids, episodes_per_env, seed, env_kwargs) -> list[str]`: the system prompts,
+  turn messages and expert responses of `episodes_per_env` episodes per environment (seeds drawn from
+  the variant's training range), plus the feedback lines of a few invalid turns, so the tokenizer sees
+  every kind of text the policy will read. `env_kwargs` (env id -> variant overrides) builds each
+  environment as the run does, so an override that changes the expert's sentences (Sudoku's
+  `expert_reasoning`, say) changes the corpus too. Texts keep their natural frequencies (no
+  de-duplication).
 
 Left out: any text not produced by the environments (the tokenizer is byte-level, so unseen text still
 encodes, just in more tokens).
@@ -14,8 +17,9 @@ encodes, just in more tokens).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -70,11 +74,11 @@ def expert_demonstrations(env_id: str, seeds: Iterable[int], **env_kwargs) -> li
     return [expert_demonstration(env_id, s, **env_kwargs) for s in seeds]
 
 
-def tokenizer_corpus_seeds(env_id: str, n: int, seed: int) -> list[int]:
+def tokenizer_corpus_seeds(env_id: str, n: int, seed: int, **env_kwargs: Any) -> list[int]:
     """The episodes whose expert text trains the tokenizer: `n` distinct seeds of the variant's training
     range drawn from `seed`, in draw order (a large range is sampled with replacement until n distinct).
     RL and SFT draw their seeds with `rollout.seeds.draw_train_seeds` instead."""
-    lo, hi = make(env_id).variant.train_seeds
+    lo, hi = make(env_id, **env_kwargs).variant.train_seeds
     n = min(n, hi - lo)
     rng = np.random.default_rng(seed)
     if hi - lo <= 4 * n:  # a small range: sample without replacement
@@ -87,26 +91,31 @@ def tokenizer_corpus_seeds(env_id: str, n: int, seed: int) -> list[int]:
     return list(drawn)
 
 
-def _invalid_turn_texts(env_id: str, seed: int) -> list[str]:
+def _invalid_turn_texts(env_id: str, seed: int, **env_kwargs: Any) -> list[str]:
     texts = []
     for response in INVALID_RESPONSES:
-        env = make(env_id)
+        env = make(env_id, **env_kwargs)
         env.reset(seed=seed)
         obs, *_ = env.step(response)
         texts.append(turn_message(obs, env.turn + 1, env.actions_left, env.variant.max_actions_per_turn))
     return texts
 
 
-def environment_corpus(env_ids: Sequence[str], episodes_per_env: int = 200, seed: int = 0) -> list[str]:
-    """Texts of expert episodes of each environment, for training a tokenizer (deterministic)."""
+def environment_corpus(
+    env_ids: Sequence[str], episodes_per_env: int = 200, seed: int = 0,
+    env_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[str]:
+    """Texts of expert episodes of each environment, for training a tokenizer (deterministic);
+    `env_kwargs[env_id]` are that environment's variant overrides (none when absent)."""
     if episodes_per_env < 1:
         raise ValueError(f"episodes_per_env must be >= 1, got {episodes_per_env}")
     texts: list[str] = []
     for k, env_id in enumerate(env_ids):
-        seeds = tokenizer_corpus_seeds(env_id, episodes_per_env, seed + 1_000_003 * k)
-        for demo in expert_demonstrations(env_id, seeds):
+        kwargs = dict((env_kwargs or {}).get(env_id, {}))
+        seeds = tokenizer_corpus_seeds(env_id, episodes_per_env, seed + 1_000_003 * k, **kwargs)
+        for demo in expert_demonstrations(env_id, seeds, **kwargs):
             texts.append(demo.system)
             for user, response in demo.turns:
                 texts += [user, response]
-        texts += _invalid_turn_texts(env_id, seeds[0])
+        texts += _invalid_turn_texts(env_id, seeds[0], **kwargs)
     return texts

@@ -9,8 +9,10 @@ Left out: LoRA/PEFT adapters and sharded models.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -71,11 +73,16 @@ class Policy:
                    value_head=head.to(device) if head is not None else None)
 
 
-def build_policy(model_name: str, env_ids: list[str], vocab_size: int, tokenizer_episodes: int, seed: int) -> Policy:
-    """A freshly initialised tiny policy with a tokenizer trained on the environments' expert text."""
+def build_policy(
+    model_name: str, env_ids: list[str], vocab_size: int, tokenizer_episodes: int, seed: int,
+    env_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Policy:
+    """A freshly initialised tiny policy with a tokenizer trained on the environments' expert text
+    (each environment built with its `env_kwargs` overrides, as the run builds it)."""
     from agentbench_af.models.tiny import build_tiny_policy
     from agentbench_af.models.tokenizer import tokenizer_for_envs
 
-    tokenizer = tokenizer_for_envs(env_ids, vocab_size=vocab_size, episodes_per_env=tokenizer_episodes, seed=seed)
+    tokenizer = tokenizer_for_envs(env_ids, vocab_size=vocab_size, episodes_per_env=tokenizer_episodes, seed=seed,
+                                   env_kwargs=env_kwargs)
     lm = build_tiny_policy(model_name, tokenizer, seed=seed)
     return Policy(lm=lm, tokenizer=tokenizer, chat=ChatFormat.from_tokenizer(tokenizer), name=model_name)

@@ -19,7 +19,8 @@ Left out: normalisation (none: byte-level text is kept exactly) and a pretrained
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
@@ -92,11 +93,13 @@ def tokenizer_for_envs(
     episodes_per_env: int = 200,
     seed: int = 0,
     vocab_size: int = DEFAULT_VOCAB_SIZE,
+    env_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> PreTrainedTokenizerFast:
-    """`build_tokenizer` on the expert-episode corpus of `env_ids`."""
+    """`build_tokenizer` on the expert-episode corpus of `env_ids` (built with `env_kwargs[env_id]`)."""
     from agentbench_af.models.corpus import environment_corpus
 
-    return build_tokenizer(environment_corpus(env_ids, episodes_per_env, seed), vocab_size=vocab_size)
+    corpus = environment_corpus(env_ids, episodes_per_env, seed, env_kwargs)
+    return build_tokenizer(corpus, vocab_size=vocab_size)
 
 
 def embedding_size(tokenizer) -> int:

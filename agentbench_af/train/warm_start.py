@@ -79,7 +79,8 @@ def _build(cfg: TrainConfig, out_dir: Path, device: torch.device, show_progress:
     if cfg.model.path:
         policy = Policy.load(cfg.model.path, device)
     else:
-        policy = build_policy(cfg.model.name, [cfg.env.id], cfg.model.vocab_size, cfg.model.tokenizer_episodes, cfg.run.seed)
+        policy = build_policy(cfg.model.name, [cfg.env.id], cfg.model.vocab_size, cfg.model.tokenizer_episodes,
+                              cfg.run.seed, env_kwargs={cfg.env.id: cfg.env.overrides})
     policy.lm.to(device)
     bar = tqdm(total=cfg.sft.steps, desc=f"warm start {cfg.env.id}", disable=not show_progress, leave=False)
     stats = sft_warm_start(policy.lm, policy.tokenizer, policy.chat, cfg, device,

@@ -74,3 +74,13 @@ def test_save_and_load_round_trip(tok, tmp_path):
 def test_tokenizer_for_envs():
     t = tokenizer_for_envs(["FrozenLake-4x4-v0"], episodes_per_env=5, seed=0)
     assert t.convert_tokens_to_ids("<answer>") > 5 and embedding_size(t) <= 1024
+
+
+def test_tokenizer_corpus_uses_the_runs_variant_overrides():
+    # Sudoku's `units` sentences ("row 3 has . 2 1 3: 4 goes at col 1.") are not in the default
+    # expert's text: a tokenizer built without the override spells "goes" letter by letter
+    env = "Sudoku-4x4-10clues-v0"
+    plain = tokenizer_for_envs([env], episodes_per_env=40, vocab_size=512)
+    units = tokenizer_for_envs([env], episodes_per_env=40, vocab_size=512,
+                               env_kwargs={env: {"expert_reasoning": "units"}})
+    assert len(plain.tokenize(" goes")) > 1 and len(units.tokenize(" goes")) == 1
