@@ -88,7 +88,8 @@ def preset_path(preset: str) -> Path:
 
 def hub_models(spec: SweepSpec) -> list[str]:
     """Grid models that are not tiny-family names (Hugging Face models, looked up under --model-dir)."""
-    return [m for m in spec.grid.models if m not in TINY_SPECS]
+    listed = dict.fromkeys([*spec.grid.models, *(m for ms in spec.per_env_models.values() for m in ms)])
+    return [m for m in listed if m not in TINY_SPECS]
 
 
 def check_model_dir(models: list[str], model_dir: Path | None) -> dict[str, Path]:
@@ -127,24 +128,43 @@ def _subset(axis: str, chosen: tuple, preset: tuple, name: str) -> tuple:
     return tuple(v for v in preset if v in chosen) if chosen else preset
 
 
+def _models_by_env(spec: SweepSpec, envs: tuple[str, ...], chosen: tuple[str, ...], name: str) -> dict[str, list[str]]:
+    """Each environment's model axis (its `per_env_models` entry, else grid.models) cut to `chosen`;
+    environments left with no model are dropped."""
+    axes = {env: list(spec.per_env_models.get(env, spec.grid.models)) for env in envs}
+    offered = list(dict.fromkeys(m for axis in axes.values() for m in axis))
+    missing = [m for m in chosen if m not in offered]
+    if missing:
+        raise ReproduceError(f"preset {name} has no models {missing}; its models: {offered}")
+    cut = {env: [m for m in axis if not chosen or m in chosen] for env, axis in axes.items()}
+    return {env: axis for env, axis in cut.items() if axis}
+
+
 def prepare_spec(cfg: ReproduceConfig) -> SweepSpec:
     """The preset's spec cut to the chosen grid values, with the overrides, its work folder and, for hub
     models, their local paths filled in."""
     spec = load_sweep_spec(preset_path(cfg.preset), cfg.imports)
     g = spec.grid
     grid = GridSpec(envs=_subset("envs", cfg.envs, g.envs, cfg.name),
-                    models=_subset("models", cfg.models, g.models, cfg.name),
+                    models=_subset("models", cfg.models, g.models, cfg.name) if not spec.per_env_models else g.models,
                     methods=_subset("methods", cfg.methods, g.methods, cfg.name),
                     seeds=_subset("seeds", cfg.seeds, g.seeds, cfg.name))
+    per_env_models: dict[str, list[str]] = {}
+    if spec.per_env_models:  # every environment gets its model axis spelled out, cut to --model
+        per_env_models = _models_by_env(spec, grid.envs, cfg.models, cfg.name)
+        grid = dataclasses.replace(grid, envs=tuple(per_env_models))
     per_env = {env: items for env, items in spec.per_env.items() if not grid.envs or env in grid.envs}
     if cfg.overrides:  # after the per-environment settings too, so they have the last word
         per_env = {env: [*per_env.get(env, []), *cfg.overrides] for env in grid.envs} if grid.envs else per_env
-    spec = dataclasses.replace(spec, grid=grid, per_env=per_env, overrides=(*spec.overrides, *cfg.overrides))
+    spec = dataclasses.replace(spec, grid=grid, per_env=per_env, per_env_models=per_env_models,
+                               overrides=(*spec.overrides, *cfg.overrides))
     models = hub_models(spec)
     if models:
         paths = check_model_dir(models, cfg.model_dir)
-        grid = dataclasses.replace(grid, models=tuple(str(paths.get(m, m)) for m in grid.models))
-        spec = dataclasses.replace(spec, grid=grid)
+        local = {m: str(paths.get(m, m)) for m in (*grid.models, *(m for ms in per_env_models.values() for m in ms))}
+        grid = dataclasses.replace(grid, models=tuple(local[m] for m in grid.models))
+        spec = dataclasses.replace(spec, grid=grid, per_env_models={
+            env: [local[m] for m in ms] for env, ms in per_env_models.items()})
         check_gpu(spec)
     return dataclasses.replace(spec, out_dir=str(cfg.work.resolve()))
 
@@ -186,6 +206,7 @@ def describe(cfg: ReproduceConfig) -> str:
     """One line: how many runs the preset has and how many are still to do."""
     plan = plan_sweep(prepare_spec(cfg))
     g = plan.spec.grid
-    return (f"preset {cfg.name}: {len(g.envs)} env(s) x {len(g.models)} model(s) x {len(g.methods)} method(s) x "
-            f"{len(g.seeds)} seed(s) = {len(plan.runs)} runs, {len(plan.todo)} to run, "
+    cells = len({(c.env.id, c.model.path or c.model.name) for c in plan.runs})
+    return (f"preset {cfg.name}: {cells} (env, model) cell(s) over {len(g.envs)} env(s) x {len(g.methods)} "
+            f"method(s) x {len(g.seeds)} seed(s) = {len(plan.runs)} runs, {len(plan.todo)} to run, "
             f"{len(plan.warm_starts)} shared warm starts; work in {cfg.work}, leaderboard in {cfg.leaderboard}")

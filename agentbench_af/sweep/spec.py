@@ -6,6 +6,7 @@ A spec is YAML read into frozen dataclasses (unknown keys are one-line errors):
     grid: {envs: [FrozenLake-4x4-v0], models: [tiny-0.2m], methods: [grpo, grpo+actfocus], seeds: [0, 1]}
     overrides: [rl.steps=20]            # key=value applied to every run
     per_env: {FrozenLake-8x8-v0: [rl.steps=40]}
+    per_env_models: {Sudoku-4x4-10clues-v0: [tiny-2m]}  # that env's model axis instead of grid.models
     per_method: {grpo+actfocus: [rl.lr=0.0004]}   # e.g. each method's tuned learning rate
     variants: {lr1e-4: [rl.lr=0.0001], lr4e-4: [rl.lr=0.0004]}  # one more grid axis of named override sets
     out_dir: sweeps/frozenlake          # runs go to out_dir/runs/<env>-<method>-<model>-s<seed>
@@ -15,7 +16,8 @@ A spec is YAML read into frozen dataclasses (unknown keys are one-line errors):
 
 Override order: base, grid values, `overrides`, `per_env`, `per_method`, the variant's; then the sweep sets run.name, run.out_dir,
 run.threads (= threads_per_run) and, for shared warm starts, run.init_from. An empty grid axis keeps
-the base's value. A `models` entry that is not a tiny-family name is taken as a Hugging Face path
+the base's value; `per_env_models` gives an environment its own model axis (e.g. a larger size only where
+the smaller ones do not learn). A `models` entry that is not a tiny-family name is taken as a Hugging Face path
 (`model.path`). `variants` multiply the grid (each run gets one variant's overrides; run names stay
 apart by the variant's name, `<env>-<method>-<model>-s<seed>-<variant>`). Left out: random search and conditional axes (write two specs).
 """
@@ -54,6 +56,7 @@ class SweepSpec:
     grid: GridSpec = field(default_factory=GridSpec)
     overrides: tuple[str, ...] = ()
     per_env: dict[str, Any] = field(default_factory=dict)  # env id -> list of key=value
+    per_env_models: dict[str, Any] = field(default_factory=dict)  # env id -> its model axis (replaces grid.models)
     per_method: dict[str, Any] = field(default_factory=dict)  # method -> list of key=value
     variants: dict[str, Any] = field(default_factory=dict)  # variant name -> list of key=value (a grid axis)
     out_dir: str = "sweeps/default"
@@ -70,11 +73,14 @@ class SweepSpec:
             raise ConfigError(f"max_retries: must be >= 0, got {self.max_retries}")
         if self.gpus_per_run < 0:
             raise ConfigError(f"gpus_per_run: must be >= 0, got {self.gpus_per_run}")
-        for section in ("per_env", "per_method", "variants"):
+        for section in ("per_env", "per_env_models", "per_method", "variants"):
             for key, items in getattr(self, section).items():
                 if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
                     raise ConfigError(f"{section}.{key}: expected a list of key=value strings, got {items!r}")
-        for section, axis in (("per_env", "envs"), ("per_method", "methods")):
+        for env_id, models in self.per_env_models.items():
+            if not models or len(set(models)) != len(models):
+                raise ConfigError(f"per_env_models.{env_id}: expected distinct model names, got {models!r}")
+        for section, axis in (("per_env", "envs"), ("per_env_models", "envs"), ("per_method", "methods")):
             listed = getattr(self.grid, axis)
             unused = sorted(set(getattr(self, section)) - set(listed)) if listed else []
             if unused:
@@ -138,7 +144,8 @@ def expand(spec: SweepSpec) -> list[TrainConfig]:
     seeds = spec.grid.seeds or (probe.run.seed,)
     variants = list(spec.variants.items()) or [("", [])]
     out: list[TrainConfig] = []
-    for env_id, model, method, (variant_name, variant), seed in product(envs, models, methods, variants, seeds):
+    cells = [(env_id, model) for env_id in envs for model in spec.per_env_models.get(env_id, models)]
+    for (env_id, model), method, (variant_name, variant), seed in product(cells, methods, variants, seeds):
         grid = [f"env.id={env_id}", f"method={method}", f"run.seed={seed}"]
         grid += _model_override(model) if model else []
         chosen = [*spec.overrides, *spec.per_env.get(env_id, []), *spec.per_method.get(method, []), *variant]

@@ -73,7 +73,7 @@ def test_subset_and_overrides_are_checked(model_dir, tmp_path):
     result = CliRunner().invoke(app, ["reproduce", "--preset", "paper", "--model-dir", str(model_dir), "--model", MODEL,
                                       "--set", "run.device=cpu", "--dry-run"])
     assert result.exit_code == 0, result.output
-    assert "4 env(s) x 1 model(s) x 6 method(s)" in result.output
+    assert "4 (env, model) cell(s) over 4 env(s) x 6 method(s)" in result.output
     result = CliRunner().invoke(app, ["reproduce", "--preset", "paper", "--model-dir", str(tmp_path), "--model", MODEL,
                                       "--set", "run.device=cpu", "--dry-run"])
     assert result.exit_code == 2 and f"no weights for {MODEL}" in result.output

@@ -58,6 +58,25 @@ def test_confirmatory_presets_keep_their_seeds_apart_and_share_warm_starts():
     assert sorted({r.rl.lr for r in sweep}) == [1e-4, 2e-4, 4e-4]
 
 
+def test_model_choice_cuts_per_env_model_axes(tmp_path):
+    preset = tmp_path / "mixed.yaml"
+    preset.write_text(yaml.safe_dump({
+        "base": {"env": {"id": "FrozenLake-4x4-v0"}},
+        "grid": {"envs": ["FrozenLake-4x4-v0", "FrozenLake-6x6-v0"], "models": ["tiny-0.12m", "tiny-0.2m"],
+                 "methods": ["grpo"], "seeds": [0]},
+        "per_env_models": {"FrozenLake-6x6-v0": ["tiny-0.7m"]}}))
+
+    def cells(**kw):
+        return [(c.env.id, c.model.name) for c in expand(prepare_spec(ReproduceConfig(str(preset), work_dir=tmp_path, **kw)))]
+
+    assert cells() == [("FrozenLake-4x4-v0", "tiny-0.12m"), ("FrozenLake-4x4-v0", "tiny-0.2m"),
+                       ("FrozenLake-6x6-v0", "tiny-0.7m")]
+    assert cells(models=("tiny-0.7m",)) == [("FrozenLake-6x6-v0", "tiny-0.7m")]  # the other env has no such model
+    assert cells(models=("tiny-0.2m",), envs=("FrozenLake-4x4-v0",)) == [("FrozenLake-4x4-v0", "tiny-0.2m")]
+    with pytest.raises(ReproduceError, match=r"no models \['tiny-2m'\]; its models: \['tiny-0.12m', 'tiny-0.2m', 'tiny-0.7m'\]"):
+        cells(models=("tiny-2m",))
+
+
 def test_paper_preset_names_what_is_missing(tmp_path):
     spec = load_sweep_spec(preset_path("paper"))
     models = hub_models(spec)

@@ -110,6 +110,18 @@ def test_warm_start_key_changes_with_sft_not_with_rl(tiny_base):
     assert warm_start_key(base).startswith("FrozenLake-4x4-v0-tiny-0.2m-s0-")
 
 
+def test_per_env_models_give_an_environment_its_own_model_axis(tmp_path, tiny_base):
+    spec = _spec(tmp_path, tiny_base, grid={"envs": ["FrozenLake-4x4-v0", "FrozenLake-6x6-v0"],
+                                            "models": ["tiny-0.12m", "tiny-0.2m"], "seeds": [0]},
+                 per_env_models={"FrozenLake-6x6-v0": ["tiny-0.7m"]})
+    assert [(c.env.id, c.model.name) for c in expand(spec)] == [
+        ("FrozenLake-4x4-v0", "tiny-0.12m"), ("FrozenLake-4x4-v0", "tiny-0.2m"), ("FrozenLake-6x6-v0", "tiny-0.7m")]
+    with pytest.raises(ConfigError, match=r"per_env_models: \['FrozenLake-8x8-v0'\] not in grid.envs"):
+        _spec(tmp_path, tiny_base, grid={"envs": ["FrozenLake-4x4-v0"]}, per_env_models={"FrozenLake-8x8-v0": ["tiny-2m"]})
+    with pytest.raises(ConfigError, match="per_env_models.FrozenLake-4x4-v0: expected distinct model names"):
+        _spec(tmp_path, tiny_base, grid={"envs": ["FrozenLake-4x4-v0"]}, per_env_models={"FrozenLake-4x4-v0": []})
+
+
 def test_per_method_overrides_and_variants_axis(tmp_path, tiny_base):
     spec = _spec(tmp_path, tiny_base, grid={"methods": ["grpo", "grpo+actfocus"], "seeds": [0]},
                  overrides=["rl.lr=0.0002"], per_method={"grpo+actfocus": ["rl.lr=0.0004"]})
