@@ -115,9 +115,26 @@ def from_dict(cls: type[T], data: dict[str, Any], prefix: str = "") -> T:
         raise ConfigError(f"{prefix or cls.__name__}: {exc}") from exc
 
 
+#: field metadata of an optional setting added after results were recorded: left out of `to_dict` while
+#: unset (None), so the config hashes and warm-start keys of configs that never set it stay as they were
+OMIT_WHEN_UNSET = {"omit_when_unset": True}
+
+
+def _drop_unset(cfg: Any, data: dict[str, Any]) -> None:
+    for f in dataclasses.fields(cfg):
+        value = getattr(cfg, f.name)
+        if value is None and f.metadata.get("omit_when_unset"):
+            data.pop(f.name, None)
+        elif dataclasses.is_dataclass(value) and isinstance(data.get(f.name), dict):
+            _drop_unset(value, data[f.name])
+
+
 def to_dict(cfg: Any) -> dict[str, Any]:
-    """A JSON/YAML-ready dict of a dataclass (tuples become lists)."""
-    return json.loads(json.dumps(dataclasses.asdict(cfg), default=list))
+    """A JSON/YAML-ready dict of a dataclass (tuples become lists; unset `OMIT_WHEN_UNSET` fields left
+    out, also in nested dataclasses but not inside lists or dicts)."""
+    data = dataclasses.asdict(cfg)
+    _drop_unset(cfg, data)
+    return json.loads(json.dumps(data, default=list))
 
 
 def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:

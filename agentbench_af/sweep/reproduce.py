@@ -206,7 +206,7 @@ def describe(cfg: ReproduceConfig) -> str:
     """One line: how many runs the preset has and how many are still to do."""
     plan = plan_sweep(prepare_spec(cfg))
     g = plan.spec.grid
-    cells = len({(c.env.id, c.model.path or c.model.name) for c in plan.runs})
+    cells = len({(r.cfg.env.id, r.cfg.model.path or r.cfg.model.name) for r in plan.runs})
     return (f"preset {cfg.name}: {cells} (env, model) cell(s) over {len(g.envs)} env(s) x {len(g.methods)} "
             f"method(s) x {len(g.seeds)} seed(s) = {len(plan.runs)} runs, {len(plan.todo)} to run, "
             f"{len(plan.warm_starts)} shared warm starts; work in {cfg.work}, leaderboard in {cfg.leaderboard}")

@@ -127,7 +127,7 @@ def warm_start_key(cfg: TrainConfig) -> str:
     model = cfg.model.path.rstrip("/").split("/")[-1] if cfg.model.path else cfg.model.name
     data = {k: v for k, v in to_dict(cfg).items() if k in WARM_START_FIELDS}
     digest = hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:8]
-    return f"{cfg.env.id}-{model}-s{cfg.run.seed}-{digest}"
+    return f"{cfg.env.id}-{model}-s{cfg.warm_start_seed}-{digest}"
 
 
 def expand(spec: SweepSpec) -> list[TrainConfig]:

@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from agentbench_af.config import ConfigError, from_dict
+from agentbench_af.config import OMIT_WHEN_UNSET, ConfigError, from_dict
 from agentbench_af.credit.config import CreditConfig
 from agentbench_af.plugins import PluginError, import_modules
 from agentbench_af.rollout.types import RolloutConfig
@@ -99,6 +99,9 @@ class SFTConfig:
     # learning rate after warm-up: constant, or cosine decay to 0 at the last step (the final weights are
     # then not one noisy step of a constant-rate walk)
     schedule: Literal["constant", "cosine"] = "constant"
+    # the warm start's seed (model init, demonstration seeds, batch order); None: the run's seed. A fixed
+    # value lets a sweep's seeds share one warm start, so they differ in RL and evaluation only
+    seed: int | None = field(default=None, metadata=OMIT_WHEN_UNSET)
 
     def __post_init__(self) -> None:
         _check_counts(self, "sft", ("lr",), steps=0, batch_size=1, warmup_steps=0, episodes=1)
@@ -239,6 +242,11 @@ class TrainConfig:
         from agentbench_af.credit import credit_needs
 
         return self.loss.kl_coef > 0 or credit_needs(self.credit).reference
+
+    @property
+    def warm_start_seed(self) -> int:
+        """The seed of the warm start this config builds: `sft.seed`, else `run.seed`."""
+        return self.run.seed if self.sft.seed is None else self.sft.seed
 
     @property
     def run_label(self) -> str:

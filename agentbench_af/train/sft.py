@@ -46,7 +46,7 @@ def sft_warm_start(
     if cfg.sft.steps <= 0:
         return {"sft_steps": 0}
     env = agentbench_af.make(cfg.env.id, **cfg.env.overrides)
-    rng = np.random.default_rng([cfg.run.seed, 1])
+    rng = np.random.default_rng([cfg.warm_start_seed, 1])
     seeds = draw_train_seeds(env, cfg.sft.episodes, rng)
     trajs = demonstration_trajectories(
         cfg.env.id, seeds, tokenizer, chat, cfg.rollout, cfg.env.overrides
@@ -55,7 +55,7 @@ def sft_warm_start(
     data = trajectories_to_batch(trajs, cfg.rollout.context_mode, pad)
     optimizer = torch.optim.AdamW(lm.parameters(), lr=cfg.sft.lr, weight_decay=0.0)
     scheduler = sft_scheduler(optimizer, cfg.sft)
-    gen = torch.Generator().manual_seed(cfg.run.seed * 1_000_003 + 7)
+    gen = torch.Generator().manual_seed(cfg.warm_start_seed * 1_000_003 + 7)
     lm.train()
     loss_value = math.nan
     for step in range(cfg.sft.steps):

@@ -35,7 +35,7 @@ def warm_start_settings(cfg: TrainConfig) -> dict[str, Any]:
     """Everything that decides the warm start `cfg` builds, as plain data (not `credit.format_role`: SFT
     trains on every generated token whatever its role)."""
     data = {k: v for k, v in to_dict(cfg).items() if k in WARM_START_FIELDS}
-    return {**data, "seed": cfg.run.seed}
+    return {**data, "seed": cfg.warm_start_seed}
 
 
 def settings_key(settings: dict[str, Any]) -> str:
@@ -75,12 +75,12 @@ class WarmStart:
 
 
 def _build(cfg: TrainConfig, out_dir: Path, device: torch.device, show_progress: bool) -> None:
-    torch.manual_seed(cfg.run.seed)
+    torch.manual_seed(cfg.warm_start_seed)
     if cfg.model.path:
         policy = Policy.load(cfg.model.path, device)
     else:
         policy = build_policy(cfg.model.name, [cfg.env.id], cfg.model.vocab_size, cfg.model.tokenizer_episodes,
-                              cfg.run.seed, env_kwargs={cfg.env.id: cfg.env.overrides})
+                              cfg.warm_start_seed, env_kwargs={cfg.env.id: cfg.env.overrides})
     policy.lm.to(device)
     bar = tqdm(total=cfg.sft.steps, desc=f"warm start {cfg.env.id}", disable=not show_progress, leave=False)
     stats = sft_warm_start(policy.lm, policy.tokenizer, policy.chat, cfg, device,

@@ -29,13 +29,15 @@ def test_shipped_presets_expand_and_share_warm_starts():
     assert {"demo", "cpu-quick", "cpu-full", "paper"} <= set(preset_names())
     quick = load_sweep_spec(preset_path("cpu-quick"))
     runs = expand(quick)
-    assert len(runs) == 4 * 2 * 4 * 3  # envs x sizes x methods x seeds (the minimum)
+    assert {r.env.id for r in runs} == {"FrozenLake-4x4-v0", "Sokoban-6x6-1box-v0", "Sudoku-4x4-10clues-v0", "WebShop-mini-v0"}
+    assert len(runs) == 5 * 4 * 3  # (env, size) cells x methods x seeds: FrozenLake at two sizes
     assert {r.method for r in runs} == {"ppo", "grpo", "ppo+actfocus", "grpo+actfocus"}
-    # every method of an (env, size, seed) branches from one warm start
-    by_start: dict[str, set[str]] = {}
+    assert all(r.eval.also_greedy for r in runs)
+    # every method of an (env, size, seed) branches from one warm start; WebShop-mini's seeds share one
+    by_start: dict[str, set[tuple[str, int]]] = {}
     for r in runs:
-        by_start.setdefault(r.run.init_from, set()).add(r.method)
-    assert len(by_start) == 4 * 2 * 3 and all(len(m) == 4 for m in by_start.values())
+        by_start.setdefault(r.run.init_from, set()).add((r.method, r.run.seed))
+    assert len(by_start) == 4 * 3 + 1 and all(len(m) in (4, 12) for m in by_start.values())
     full = expand(load_sweep_spec(preset_path("cpu-full")))
     assert {"grpo+actfocus-reasoning-only", "grpo+action-only", "grpo+top-entropy"} <= {r.method for r in full}
     assert len({r.run.seed for r in full}) == 5

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agentbench_af.config import ConfigError, config_hash, from_dict
+from agentbench_af.config import ConfigError, config_hash, from_dict, to_dict
 from agentbench_af.sweep import SweepSpec, expand, load_sweep_spec
 
 
@@ -57,6 +57,17 @@ def test_shared_warm_start_paths_and_hash_ignores_them(tmp_path, tiny_base):
     assert starts[:2] == starts[2:]  # both methods of a seed branch from one warm start
     # seed replicates must share the config hash although their warm-start paths differ
     assert config_hash(cfgs[0]) == config_hash(cfgs[1]) != config_hash(cfgs[2])
+
+
+def test_a_fixed_sft_seed_shares_one_warm_start_across_seeds(tmp_path, tiny_base):
+    spec = _spec(tmp_path, tiny_base, grid={"methods": ["grpo", "rloo"], "seeds": [0, 1]}, warm_start="shared",
+                 overrides=["sft.seed=7"])
+    cfgs = expand(spec)
+    assert len({c.run.init_from for c in cfgs}) == 1
+    assert Path(cfgs[0].run.init_from).name.startswith("FrozenLake-4x4-v0-tiny-0.2m-s7-")
+    assert [c.warm_start_seed for c in cfgs] == [7] * 4 and [c.run.seed for c in cfgs] == [0, 1, 0, 1]
+    unset = expand(_spec(tmp_path, tiny_base, grid={"seeds": [1]}))[0]
+    assert unset.warm_start_seed == 1 and "seed" not in to_dict(unset)["sft"]  # hashes of older configs unchanged
 
 
 def test_base_path_relative_to_spec_file(tmp_path, tiny_base):
