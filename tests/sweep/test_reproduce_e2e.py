@@ -1,7 +1,7 @@
 """The shipped cpu-quick preset end to end, in the reduced form CI runs (marked `slow`).
 
 The preset's own spec (environments, per-environment settings such as WebShop's window context,
-shared warm starts) with budgets cut to seconds: one size, one seed, two methods, on the local process
+shared warm starts, per-environment sizes) with budgets cut to seconds: one seed, two methods, on the local process
 pool. The full preset is `agentbench-af reproduce --preset cpu-quick` (about an hour).
 """
 
@@ -25,7 +25,7 @@ def test_cpu_quick_preset_reduced(tmp_path):
     spec = load_sweep_spec(preset_path("cpu-quick"))
     per_env = {env: [o for o in items if not o.startswith(BUDGET_KEYS)] for env, items in spec.per_env.items()}
     spec = dataclasses.replace(
-        spec, grid=GridSpec(envs=spec.grid.envs, models=("tiny-0.2m",), methods=("ppo", "grpo+actfocus"), seeds=(0,)),
+        spec, grid=GridSpec(envs=spec.grid.envs, models=("tiny-0.12m",), methods=("ppo", "grpo+actfocus"), seeds=(0,)),
         overrides=(*spec.overrides, *SMALL), per_env=per_env, out_dir=str(tmp_path / "work"),
     )
     outcomes = run_sweep(spec, backend="local", workers=2, show_progress=False)
@@ -35,6 +35,6 @@ def test_cpu_quick_preset_reduced(tmp_path):
     table = build_table(records_frame([board]))
     # the preset evaluates greedily too (eval.also_greedy): every environment also gets a greedy column
     assert set(table.grid.columns) == set(spec.grid.envs) | {f"{env} greedy" for env in spec.grid.envs}
-    webshop = next(o for o in outcomes if o.env_id == "WebShop-v0")
+    webshop = next(o for o in outcomes if o.env_id == "WebShop-mini-v0")
     assert ReproduceConfig("cpu-quick").leaderboard.as_posix() == "leaderboards/cpu-quick"
     assert "window" in (tmp_path / "work" / "runs" / webshop.name / "config.yaml").read_text()
