@@ -14,7 +14,7 @@ from agentbench_af.api import ActionOutcome, ExpertTurn, TextEnv, Variant
 from agentbench_af.environments.sudoku.expert import expert_moves
 from agentbench_af.environments.sudoku.generator import generate_puzzle
 from agentbench_af.environments.sudoku.grid import CELLS, COL_OF, ROW_OF, SIZE, cell_name
-from agentbench_af.environments.sudoku.text import conflicts, parse_placement, render_board
+from agentbench_af.environments.sudoku.text import conflicts, parse_placement, render_board, render_plain
 from agentbench_af.environments.sudoku.variants import SudokuVariant
 
 
@@ -32,12 +32,16 @@ class SudokuEnv(TextEnv[SudokuVariant]):
 
     @classmethod
     def rules(cls, variant: Variant) -> str:
+        symbols = (
+            "Symbols: [N] is a given digit (it cannot be changed), N is a digit you placed, *N* is a placed "
+            "digit that repeats a digit in its row, column or box, . is an empty cell."
+            if getattr(variant, "board", "marked") == "marked" else
+            "Symbols: N is a digit (a given one cannot be changed), . is an empty cell."
+        )
         return (
             "You are solving a 4x4 Sudoku. Fill every empty cell with a digit 1-4 so that each row, each "
             "column and each 2x2 box holds 1, 2, 3 and 4 exactly once.\n"
-            "Symbols: [N] is a given digit (it cannot be changed), N is a digit you placed, *N* is a placed "
-            "digit that repeats a digit in its row, column or box, . is an empty cell. Rows are numbered on "
-            "the left, columns on top.\n"
+            f"{symbols} Rows are numbered on the left, columns on top.\n"
             "Actions: R,C,N or 'place N at row R col C' (1-based) puts N in row R, column C; placing on a "
             "cell you filled before replaces its digit."
         )
@@ -84,7 +88,8 @@ class SudokuEnv(TextEnv[SudokuVariant]):
 
     def _render_state(self) -> str:
         if self._text is None:
-            self._text = render_board(self._board, self._given)
+            plain = self.variant.board == "plain"
+            self._text = render_plain(self._board) if plain else render_board(self._board, self._given)
         return self._text
 
     def expert_turn(self) -> ExpertTurn:

@@ -54,6 +54,17 @@ def conflicts(board: Sequence[int], i: int, digit: int) -> bool:
     return digit in _PEER_VALUES[i](board)
 
 
+_PLAIN_TEMPLATE = "\n".join(
+    ["  1 2   3 4"] + [f"{r} {{}} {{}} | {{}} {{}}" + ("\n  ----+----" if r == 2 else "") for r in range(1, SIZE + 1)]
+)
+
+
+def render_plain(board: Sequence[int]) -> str:
+    """One character per cell (a digit, `.` empty), single spaces between: every cell is one token of a
+    byte-level tokenizer at the same place in its line. Givens, placed digits and conflicts look alike."""
+    return _PLAIN_TEMPLATE.format(*(str(d) if d else "." for d in board))
+
+
 def render_board(board: Sequence[int], given: Sequence[bool]) -> str:
     """Rows with indices: `[N]` given, `N` placed, `*N*` placed but breaking a rule, `.` empty."""
     tokens = []

@@ -7,6 +7,7 @@ from agentbench_af.api import Variant, register
 CELLS = 16
 MIN_UNIQUE_CLUES = 4  # no 4x4 Sudoku with fewer givens has a unique solution
 EXPERT_REASONINGS = ("singles", "scan", "units")
+BOARDS = ("marked", "plain")
 
 
 @dataclass(frozen=True)
@@ -24,11 +25,17 @@ class SudokuVariant(Variant):
     # "units" fills the last empty cell of a row, column or box first ("row 2 has 3 . 1 4: 2 goes at
     # col 2."), so most placements read one line of the board
     expert_reasoning: str = "singles"
+    # the board's text: "marked" shows givens as [N] and conflicts as *N*; "plain" writes every cell as one
+    # character with single spaces between (givens, placed digits and conflicts alike), so a byte-level
+    # tokenizer gives each cell one token at a fixed place in its line (for tiny policies)
+    board: str = "marked"
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.expert_reasoning not in EXPERT_REASONINGS:
             raise ValueError(f"expert_reasoning must be one of {EXPERT_REASONINGS}, got {self.expert_reasoning!r}")
+        if self.board not in BOARDS:
+            raise ValueError(f"board must be one of {BOARDS}, got {self.board!r}")
         if not MIN_UNIQUE_CLUES <= self.clues < CELLS:
             raise ValueError(f"clues must be in [{MIN_UNIQUE_CLUES}, {CELLS - 1}], got {self.clues}")
         budget = min(self.max_actions_per_episode, self.max_turns * self.max_actions_per_turn)

@@ -10,7 +10,7 @@ from agentbench_af.environments.sudoku.expert import expert_moves
 from agentbench_af.environments.sudoku.generator import generate_puzzle
 from agentbench_af.environments.sudoku.grid import BOXES, CELLS, COLS, PEERS, ROWS
 from agentbench_af.environments.sudoku.solver import all_full_grids, count_solutions, solve
-from agentbench_af.environments.sudoku.text import parse_placement, render_board
+from agentbench_af.environments.sudoku.text import parse_placement, render_board, render_plain
 from agentbench_af.environments.sudoku.variants import VARIANTS, SudokuVariant
 
 IDS = tuple(VARIANTS)
@@ -168,6 +168,23 @@ def test_render_shows_indices_givens_placed_conflicts_and_empty():
         "3  .   .  |  .   .\n"
         "4  .   .  |  .  [1]"
     )
+
+
+def test_plain_board_gives_every_cell_one_character_at_a_fixed_place():
+    board = [1, 0, 3, 2] + [1, 4, 0, 0] + [0, 0, 0, 0] + [0, 0, 0, 1]
+    assert render_plain(board) == (
+        "  1 2   3 4\n"
+        "1 1 . | 3 2\n"
+        "2 1 4 | . .\n"
+        "  ----+----\n"
+        "3 . . | . .\n"
+        "4 . . | . 1"
+    )
+    env = agentbench_af.make("Sudoku-4x4-10clues-v0", board="plain")
+    obs, _ = env.reset(seed=3)
+    assert "[" not in obs and "Symbols: N is a digit" in env.rules(env.variant)
+    with pytest.raises(ValueError, match="board must be one of"):
+        agentbench_af.make("Sudoku-4x4-10clues-v0", board="boxed")
 
 
 def test_parse_placement_forms():
