@@ -29,7 +29,7 @@ from agentbench_af.models.hf import WEIGHT_FILES
 from agentbench_af.models.tiny import TINY_SPECS
 from agentbench_af.results.record import git_commit
 from agentbench_af.sweep.runner import Backend, RunOutcome, plan_sweep, run_sweep
-from agentbench_af.sweep.spec import GridSpec, SweepSpec, load_sweep_spec
+from agentbench_af.sweep.spec import GridSpec, SweepSpec, load_sweep_spec, named_models
 
 
 class ReproduceError(RuntimeError):
@@ -88,8 +88,7 @@ def preset_path(preset: str) -> Path:
 
 def hub_models(spec: SweepSpec) -> list[str]:
     """Grid models that are not tiny-family names (Hugging Face models, looked up under --model-dir)."""
-    listed = dict.fromkeys([*spec.grid.models, *(m for ms in spec.per_env_models.values() for m in ms)])
-    return [m for m in listed if m not in TINY_SPECS]
+    return [m for m in named_models(spec) if m not in TINY_SPECS]
 
 
 def check_model_dir(models: list[str], model_dir: Path | None) -> dict[str, Path]:
@@ -161,7 +160,7 @@ def prepare_spec(cfg: ReproduceConfig) -> SweepSpec:
     models = hub_models(spec)
     if models:
         paths = check_model_dir(models, cfg.model_dir)
-        local = {m: str(paths.get(m, m)) for m in (*grid.models, *(m for ms in per_env_models.values() for m in ms))}
+        local = {m: str(paths.get(m, m)) for m in named_models(spec)}
         grid = dataclasses.replace(grid, models=tuple(local[m] for m in grid.models))
         spec = dataclasses.replace(spec, grid=grid, per_env_models={
             env: [local[m] for m in ms] for env, ms in per_env_models.items()})

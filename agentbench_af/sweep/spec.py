@@ -76,7 +76,8 @@ class SweepSpec:
         for section in ("per_env", "per_env_models", "per_method", "variants"):
             for key, items in getattr(self, section).items():
                 if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
-                    raise ConfigError(f"{section}.{key}: expected a list of key=value strings, got {items!r}")
+                    what = "model names" if section == "per_env_models" else "key=value strings"
+                    raise ConfigError(f"{section}.{key}: expected a list of {what}, got {items!r}")
         for env_id, models in self.per_env_models.items():
             if not models or len(set(models)) != len(models):
                 raise ConfigError(f"per_env_models.{env_id}: expected distinct model names, got {models!r}")
@@ -85,6 +86,11 @@ class SweepSpec:
             unused = sorted(set(getattr(self, section)) - set(listed)) if listed else []
             if unused:
                 raise ConfigError(f"{section}: {unused} not in grid.{axis} {list(listed)}")
+
+
+def named_models(spec: SweepSpec) -> list[str]:
+    """Every model the spec names (grid.models, then the `per_env_models` entries), each once, in order."""
+    return list(dict.fromkeys([*spec.grid.models, *(m for ms in spec.per_env_models.values() for m in ms)]))
 
 
 def load_sweep_spec(path: str | Path, imports: tuple[str, ...] | list[str] = ()) -> SweepSpec:
