@@ -16,6 +16,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from agentbench_af.rollout.cache_name import cache_kwargs, returned_cache
+
 
 def shared_prefix_length(input_ids: torch.Tensor, attention_mask: torch.Tensor,
                          response_mask: torch.Tensor) -> tuple[int, torch.Tensor, torch.Tensor] | None:
@@ -48,7 +50,7 @@ def shared_prefix_logits(lm: nn.Module, input_ids: torch.Tensor, attention_mask:
     positions = torch.arange(length, device=input_ids.device).expand(n, length)  # (U, L): no padding before L
     head = lm(input_ids=prefixes, attention_mask=torch.ones_like(prefixes), position_ids=positions, use_cache=True,
               logits_to_keep=1)
-    cache = head.past_key_values
+    cache = returned_cache(head)
     layers = getattr(cache, "layers", None)
     if not layers or not all(hasattr(layer, "keys") and hasattr(layer, "values") for layer in layers):
         return None
@@ -57,5 +59,5 @@ def shared_prefix_logits(lm: nn.Module, input_ids: torch.Tensor, attention_mask:
         layer.values = layer.values[inverse]
     rest = cols[1:] - length  # (K-1,) positions in the continuation
     tail = lm(input_ids=input_ids[:, length:], attention_mask=attention_mask.long(), position_ids=position_ids[:, length:],
-              past_key_values=cache, use_cache=True, logits_to_keep=rest)
+              **cache_kwargs(lm, cache), use_cache=True, logits_to_keep=rest)
     return torch.cat([head.logits[inverse], tail.logits], dim=1)  # (B, K, V)

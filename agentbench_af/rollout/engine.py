@@ -26,6 +26,7 @@ from typing import Protocol
 import torch
 from torch import nn
 
+from agentbench_af.rollout.cache_name import cache_kwargs, returned_cache
 from agentbench_af.rollout.decode_attention import NAME as DECODE_ATTENTION
 from agentbench_af.rollout.decode_attention import decoding_attention
 from agentbench_af.rollout.prefix_cache import (
@@ -199,7 +200,7 @@ class TransformersEngine:
         out = self.model.generate(
             input_ids=input_ids.to(device),
             attention_mask=attention.to(device),
-            past_key_values=past,
+            **cache_kwargs(self.model, past),
             do_sample=not greedy,
             temperature=None if greedy else params.temperature,
             top_k=0 if not greedy else None,
@@ -222,12 +223,13 @@ class TransformersEngine:
         for s in stop_ids:
             stop |= new_ids == s
         gens = []
-        store = keys is not None and cache_is_plain(out.past_key_values)
+        filled = returned_cache(out)
+        store = keys is not None and cache_is_plain(filled)
         for row in range(new_ids.shape[0]):
             hits = stop[row].nonzero()
             n = int(hits[0]) + 1 if len(hits) else new_ids.shape[1]
             if store:
-                self._store_row(keys[row], out.past_key_values, row, prompts[row], cached[row], head, width, new_ids[row, :n])
+                self._store_row(keys[row], filled, row, prompts[row], cached[row], head, width, new_ids[row, :n])
             gens.append(
                 Generation(
                     token_ids=new_ids[row, :n].tolist(),

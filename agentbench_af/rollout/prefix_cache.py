@@ -29,6 +29,8 @@ import torch
 from transformers import DynamicCache, StaticCache
 from transformers.cache_utils import DynamicLayer, StaticLayer
 
+from agentbench_af.rollout.cache_name import returned_cache
+
 
 @dataclass
 class PrefixEntry:
@@ -136,7 +138,7 @@ def prefill_shared_prompts(model, prompts: Sequence[Sequence[int]], skip: Sequen
     positions = (attention.cumsum(-1) - 1).clamp(min=0)  # (U, L)
     out = model(input_ids=input_ids.to(device), attention_mask=attention.to(device), position_ids=positions.to(device),
                 use_cache=True, logits_to_keep=1)
-    cache = out.past_key_values
+    cache = returned_cache(out)
     entries: dict[int, PrefixEntry] = {}
     for u, ids in enumerate(shared):
         n = len(ids) - 1

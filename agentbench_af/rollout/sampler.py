@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import torch
 
+from agentbench_af.rollout.cache_name import cache_kwargs
+
 COMPACT_AT = 4  # drop finished rows from the cache once they are at least 1/COMPACT_AT of its rows
 
 
@@ -96,7 +98,7 @@ def sample_rows(
     prompt_positions = (attention.long().cumsum(-1) - 1).clamp(min=0)[:, -input_ids.shape[1]:]  # (B, N)
     stops = torch.as_tensor(list(stop_ids), dtype=torch.long)  # (K,)
     out = model(input_ids=input_ids, attention_mask=mask.long(), position_ids=prompt_positions,
-                past_key_values=cache, use_cache=True, logits_to_keep=1)
+                **cache_kwargs(model, cache), use_cache=True, logits_to_keep=1)
     logits = out.logits[:, -1]  # (B, V)
     sampled = torch.zeros((batch, max_new_tokens), dtype=torch.long)  # (B, M)
     logprobs = torch.zeros((batch, max_new_tokens))  # (B, M)
@@ -128,7 +130,7 @@ def sample_rows(
         mask[:, width + step] = True  # every cache row writes its new id at this cache column
         filled = mask[:, None, None, : width + step + 1]  # (B', 1, 1, filled): the cache columns written so far
         out = model(input_ids=ids[:, None], attention_mask=filled, position_ids=positions[:, None],
-                    past_key_values=cache, use_cache=True)
+                    **cache_kwargs(model, cache), use_cache=True)
         logits = out.logits[:, -1]  # (B', V)
         positions = positions + 1
     return [RowOutput(sampled[r, : lengths[r]].tolist(), logprobs[r, : lengths[r]].tolist(),
