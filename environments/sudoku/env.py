@@ -14,7 +14,13 @@ from agentbench_af.api import ActionOutcome, ExpertTurn, TextEnv, Variant
 from agentbench_af.environments.sudoku.expert import expert_moves
 from agentbench_af.environments.sudoku.generator import generate_puzzle
 from agentbench_af.environments.sudoku.grid import CELLS, COL_OF, ROW_OF, SIZE, cell_name
-from agentbench_af.environments.sudoku.text import conflicts, parse_placement, render_board, render_plain
+from agentbench_af.environments.sudoku.text import (
+    conflicts,
+    parse_placement,
+    render_board,
+    render_keyed,
+    render_plain,
+)
 from agentbench_af.environments.sudoku.variants import SudokuVariant
 
 
@@ -32,12 +38,13 @@ class SudokuEnv(TextEnv[SudokuVariant]):
 
     @classmethod
     def rules(cls, variant: Variant) -> str:
-        symbols = (
-            "Symbols: [N] is a given digit (it cannot be changed), N is a digit you placed, *N* is a placed "
-            "digit that repeats a digit in its row, column or box, . is an empty cell."
-            if getattr(variant, "board", "marked") == "marked" else
-            "Symbols: N is a digit (a given one cannot be changed), . is an empty cell."
-        )
+        symbols = {
+            "marked": "Symbols: [N] is a given digit (it cannot be changed), N is a digit you placed, *N* is a "
+            "placed digit that repeats a digit in its row, column or box, . is an empty cell.",
+            "plain": "Symbols: N is a digit (a given one cannot be changed), . is an empty cell.",
+            "keyed": "Symbols: each cell is its letter (a to p in reading order) and its digit N (a given one "
+            "cannot be changed) or . when empty.",
+        }[getattr(variant, "board", "marked")]
         return (
             "You are solving a 4x4 Sudoku. Fill every empty cell with a digit 1-4 so that each row, each "
             "column and each 2x2 box holds 1, 2, 3 and 4 exactly once.\n"
@@ -88,13 +95,17 @@ class SudokuEnv(TextEnv[SudokuVariant]):
 
     def _render_state(self) -> str:
         if self._text is None:
-            plain = self.variant.board == "plain"
-            self._text = render_plain(self._board) if plain else render_board(self._board, self._given)
+            style = self.variant.board
+            self._text = (
+                render_plain(self._board) if style == "plain"
+                else render_keyed(self._board) if style == "keyed"
+                else render_board(self._board, self._given)
+            )
         return self._text
 
     def expert_turn(self) -> ExpertTurn:
         moves = expert_moves(self._board, self._solution, self.variant.max_actions_per_turn,
-                             self.variant.expert_reasoning)
+                             self.variant.expert_reasoning, keyed=self.variant.board == "keyed")
         if not moves:
             return ExpertTurn(reasoning="The grid is solved.")
         actions = tuple(f"{ROW_OF[i] + 1},{COL_OF[i] + 1},{n}" for i, n, _ in moves)

@@ -26,6 +26,7 @@ from agentbench_af.environments.sudoku.grid import (
     UNITS_OF,
     cell_name,
 )
+from agentbench_af.environments.sudoku.text import keyed_cell
 
 Move = tuple[int, int, str]  # (cell, digit, reason)
 
@@ -55,28 +56,39 @@ def scan_sentence(known: Sequence[int], i: int, n: int) -> str:
     return f"{cell_name(i)}: row {held[0]}, col {held[1]}, box {held[2]}, so {n}."
 
 
-def full_house(known: Sequence[int], n_of: Sequence[int]) -> tuple[int, str] | None:
+def full_house(
+    known: Sequence[int], n_of: Sequence[int], keyed: bool = False, exclude: frozenset[int] = frozenset()
+) -> tuple[int, str] | None:
     """The first unit (rows top to bottom, then columns, then boxes) with exactly one empty cell, as
     (cell, sentence): `row 2 has 3 . 1 4: 2 goes at col 2.` (the unit's digits in reading order, `.` for
-    the empty cell; a column names the row, a box names row and column). `n_of[i]` is cell i's digit."""
+    the empty cell; a column names the row, a box names row and column). `n_of[i]` is cell i's digit.
+    `keyed` spells each cell as on the keyed board and ends the list with `so` (a `:` after `.` would
+    join it into one token): `row 2 has e3 f. g1 h4 so 2 goes at col 2.`. A unit whose empty cell is in
+    `exclude` (already taken this turn) is passed over."""
     for kind, units in (("row", ROWS), ("col", COLS), ("box", BOXES)):
         for number, cells in enumerate(units, start=1):
             empty = [i for i in cells if not known[i]]
-            if len(empty) != 1:
+            if len(empty) != 1 or empty[0] in exclude:
                 continue
             i = empty[0]
             where = {"row": f"col {COL_OF[i] + 1}", "col": f"row {ROW_OF[i] + 1}", "box": cell_name(i)}[kind]
+            if keyed:
+                listed = " ".join(keyed_cell(j, known[j]) for j in cells)
+                return i, f"{kind} {number} has {listed} so {n_of[i]} goes at {where}."
             digits = " ".join(str(known[j]) if known[j] else "." for j in cells)
             return i, f"{kind} {number} has {digits}: {n_of[i]} goes at {where}."
     return None
 
 
 def expert_moves(
-    board: Sequence[int], solution: Sequence[int], k: int, reasoning: str = "singles"
+    board: Sequence[int], solution: Sequence[int], k: int, reasoning: str = "singles", keyed: bool = False
 ) -> list[Move]:
     """Up to `k` placements that bring `board` closer to `solution`, wrong cells first. `reasoning`:
     `singles` (the rule's sentence), `scan` (`scan_sentence` over the digits known before the cell,
-    earlier moves included) or `units` (a `full_house` first, then as `singles`)."""
+    earlier moves included) or `units` (a `full_house` first, then as `singles`). With `keyed` a `units`
+    sentence spells its cells as the keyed board does and lists the board as it stands before the turn,
+    so every digit it names can be read off the board: a turn's second placement must then be a full
+    house of that board too, else the turn has one placement."""
     moves: list[Move] = [
         (i, solution[i], f"The {board[i]} at {cell_name(i)} is wrong; it must be {solution[i]}.")
         for i in range(CELLS)
@@ -85,13 +97,18 @@ def expert_moves(
     known = [d if d == s else 0 for d, s in zip(board, solution, strict=True)]
     for i, n, _ in moves:
         known[i] = n
+    shown = list(known)  # the correct digits on the board before this turn's placements
     while len(moves) < k:
-        house = full_house(known, solution) if reasoning == "units" else None
-        if house is not None:
-            i, sentence = house
-            known[i] = solution[i]
-            moves.append((i, solution[i], sentence))
-            continue
+        if reasoning == "units":
+            taken = frozenset(i for i, _, _ in moves) if keyed else frozenset()
+            house = full_house(shown if keyed else known, solution, keyed, taken)
+            if house is not None:
+                i, sentence = house
+                known[i] = solution[i]
+                moves.append((i, solution[i], sentence))
+                continue
+            if keyed and moves:  # a further cell would rest on digits the board does not show yet
+                break
         best: tuple[int, int, str] | None = None
         for i in range(CELLS):
             if board[i] or known[i]:

@@ -65,6 +65,26 @@ def render_plain(board: Sequence[int]) -> str:
     return _PLAIN_TEMPLATE.format(*(str(d) if d else "." for d in board))
 
 
+#: the letter naming each cell in `render_keyed`, row-major: a-d is row 1, e-h row 2, ...
+CELL_KEYS = "abcdefghijklmnop"
+_KEYED_TEMPLATE = "\n".join(
+    ["  1  2    3  4"]
+    + [f"{r} {{}} {{}} | {{}} {{}}" + ("\n  ------+------" if r == 2 else "") for r in range(1, SIZE + 1)]
+)
+
+
+def keyed_cell(i: int, digit: int) -> str:
+    """Cell `i` as its letter and its digit (`.` empty): `f3`, `g.`."""
+    return f"{CELL_KEYS[i]}{digit or '.'}"
+
+
+def render_keyed(board: Sequence[int]) -> str:
+    """Every cell as its own letter (a-p, reading order) and its digit or `.`: a byte-level tokenizer
+    splits ` f3` into ` f` and `3`, so a text that repeats the letter finds the digit right after the
+    same letter on the board (what a two-layer model learns to copy). Givens and placed digits look alike."""
+    return _KEYED_TEMPLATE.format(*(keyed_cell(i, d) for i, d in enumerate(board)))
+
+
 def render_board(board: Sequence[int], given: Sequence[bool]) -> str:
     """Rows with indices: `[N]` given, `N` placed, `*N*` placed but breaking a rule, `.` empty."""
     tokens = []

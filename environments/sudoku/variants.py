@@ -7,7 +7,7 @@ from agentbench_af.api import Variant, register
 CELLS = 16
 MIN_UNIQUE_CLUES = 4  # no 4x4 Sudoku with fewer givens has a unique solution
 EXPERT_REASONINGS = ("singles", "scan", "units")
-BOARDS = ("marked", "plain")
+BOARDS = ("marked", "plain", "keyed")
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,10 @@ class SudokuVariant(Variant):
     expert_reasoning: str = "singles"
     # the board's text: "marked" shows givens as [N] and conflicts as *N*; "plain" writes every cell as one
     # character with single spaces between (givens, placed digits and conflicts alike), so a byte-level
-    # tokenizer gives each cell one token at a fixed place in its line (for tiny policies)
+    # tokenizer gives each cell one token at a fixed place in its line (for tiny policies); "keyed" writes
+    # every cell as its letter a-p (reading order) and its digit ("a4 b. | c. d2"), and the `units` expert
+    # then lists a unit's cells the same way ("row 1 has a4 b. c. d2 so ..."), so a policy copies each
+    # digit from after the same letter on the board instead of locating it by position (for tiny policies)
     board: str = "marked"
 
     def __post_init__(self) -> None:

@@ -10,7 +10,7 @@ from agentbench_af.environments.sudoku.expert import expert_moves
 from agentbench_af.environments.sudoku.generator import generate_puzzle
 from agentbench_af.environments.sudoku.grid import BOXES, CELLS, COLS, PEERS, ROWS
 from agentbench_af.environments.sudoku.solver import all_full_grids, count_solutions, solve
-from agentbench_af.environments.sudoku.text import parse_placement, render_board, render_plain
+from agentbench_af.environments.sudoku.text import parse_placement, render_board, render_keyed, render_plain
 from agentbench_af.environments.sudoku.variants import VARIANTS, SudokuVariant
 
 IDS = tuple(VARIANTS)
@@ -309,3 +309,52 @@ def test_units_reasoning_fills_full_houses_first_by_hand():
         board[i] = solution[i]
     assert expert_moves(board, solution, 1, "units") == [(5, 4, "box 1 has 2 1 3 .: 4 goes at row 2 col 2.")]
     assert all(expert_episode(env, seed)[0] for seed in range(50))
+
+
+def test_keyed_board_and_units_sentences_by_hand():
+    # seed 600 of the 10-clue variant:   [2] [1] | [4] [3]
+    #                                     .   .  | [1]  .
+    #                                     .   .  | [3] [4]
+    #                                    [4]  .  | [2] [1]
+    env = agentbench_af.make("Sudoku-4x4-10clues-v0", expert_reasoning="units", board="keyed")
+    obs, _ = env.reset(seed=600)
+    assert obs.startswith(
+        "  1  2    3  4\n"
+        "1 a2 b1 | c4 d3\n"
+        "2 e. f. | g1 h.\n"
+        "  ------+------\n"
+        "3 i. j. | k3 l4\n"
+        "4 m4 n. | o2 p1"
+    )
+    assert render_keyed([0] * CELLS).splitlines()[1] == "1 a. b. | c. d."
+    assert "letter (a to p in reading order)" in env.rules(env.variant)
+    # row 4 is the first full house, then column 4; each sentence lists the board as shown
+    turn = env.expert_turn()
+    assert turn.reasoning == ("row 4 has m4 n. o2 p1 so 3 goes at col 2. "
+                              "col 4 has d3 h. l4 p1 so 2 goes at row 2.")
+    assert turn.actions == ("4,2,3", "2,4,2")
+    # only box 1 has one empty cell: the keyed expert stops after it (what comes next would rest on a
+    # digit the board does not show yet); the plain `units` expert goes on with a single
+    solution = generate_puzzle(10, 600).solution
+    board = [0] * CELLS
+    for i in (0, 1, 4):
+        board[i] = solution[i]
+    assert expert_moves(board, solution, 2, "units", keyed=True) == [
+        (5, 4, "box 1 has a2 b1 e3 f. so 4 goes at row 2 col 2.")
+    ]
+    assert len(expert_moves(board, solution, 2, "units")) == 2
+    # a unit whose empty cell this turn already filled is passed over (the board still shows it empty)
+    for seed in range(50):
+        success, _, _, played = expert_episode(env, seed)
+        assert success and all(len({a[:3] for a in t.actions}) == len(t.actions) for t in played)
+
+
+def test_keyed_cells_split_into_letter_and_digit_tokens():
+    from agentbench_af.models import tokenizer_for_envs
+
+    overrides = {DEFAULT: {"expert_reasoning": "units", "board": "keyed"}}
+    tok = tokenizer_for_envs([DEFAULT], episodes_per_env=50, env_kwargs=overrides)
+    pieces = tok.convert_ids_to_tokens(tok.encode("1 a2 b. | c4 d3", add_special_tokens=False))
+    assert pieces == ["1", "Ġa", "2", "Ġb", ".", "Ġ|", "Ġc", "4", "Ġd", "3"]  # Ġ: a leading space
+    said = tok.convert_ids_to_tokens(tok.encode(" has a2 b. so", add_special_tokens=False))
+    assert said[1:5] == ["Ġa", "2", "Ġb", "."]  # the sentence spells a cell with the board's tokens
