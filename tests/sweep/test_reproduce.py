@@ -2,6 +2,7 @@
 leaderboard (records, table, plots) that `agentbench-af table` regenerates byte for byte."""
 
 import json
+from pathlib import Path
 
 import pytest
 import yaml
@@ -23,6 +24,7 @@ from agentbench_af.sweep.reproduce import (
 from agentbench_af.sweep.spec import load_sweep_spec
 
 runner = CliRunner()
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_shipped_presets_expand_and_share_warm_starts():
@@ -62,6 +64,22 @@ def test_confirmatory_presets_keep_their_seeds_apart_and_share_warm_starts():
         starts.setdefault(r.run.init_from, set()).add(r.method)
     assert all(m == methods for m in starts.values())
     assert sorted({r.rl.lr for r in sweep}) == [1e-4, 2e-4, 4e-4]
+    assert chosen_rates_of_the_committed_sweep() == {r.method: r.rl.lr for r in study}  # one rate per method
+
+
+def chosen_rates_of_the_committed_sweep() -> dict[str, float]:
+    """cpu-confirm-lr's rule on its committed records: per method, the rl.lr with the highest mean
+    final success at T = 1 over its environments and seeds; a tie goes to the smaller rate."""
+    finals: dict[tuple[str, float], list[float]] = {}
+    for path in (ROOT / "leaderboards" / "cpu-confirm-lr" / "runs").glob("*/record.json"):
+        record = json.loads(path.read_text())
+        finals.setdefault((record["method"], record["config"]["rl"]["lr"]), []).append(record["final_success"])
+    assert finals and all(len(v) == 4 for v in finals.values())  # 2 environments x 2 seeds per (method, rate)
+    rates_of: dict[str, list[float]] = {}
+    for method, lr in finals:
+        rates_of.setdefault(method, []).append(lr)
+    mean = {key: sum(v) / len(v) for key, v in finals.items()}
+    return {m: min(rates, key=lambda lr: (-mean[(m, lr)], lr)) for m, rates in rates_of.items()}
 
 
 def test_model_choice_cuts_per_env_model_axes(tmp_path):
