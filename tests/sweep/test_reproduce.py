@@ -67,6 +67,20 @@ def test_confirmatory_presets_keep_their_seeds_apart_and_share_warm_starts():
     assert chosen_rates_of_the_committed_sweep() == {r.method: r.rl.lr for r in study}  # one rate per method
 
 
+def test_the_sudoku_companion_keeps_cpu_confirms_protocol():
+    study = expand(load_sweep_spec(preset_path("cpu-confirm")))
+    sudoku = expand(load_sweep_spec(preset_path("cpu-confirm-sudoku")))
+    assert {r.env.id for r in sudoku} == {"Sudoku-4x4-10clues-v0"}
+    assert {r.method: r.rl.lr for r in sudoku} == {r.method: r.rl.lr for r in study}
+    assert {r.run.seed for r in sudoku} == {r.run.seed for r in study}
+    assert all(r.rl.steps == 40 and r.eval.episodes >= 256 and r.eval.also_greedy and r.eval.temperature == 1.0
+               and r.env.overrides["board"] == "keyed" for r in sudoku)
+    starts: dict[str, set[str]] = {}
+    for r in sudoku:
+        starts.setdefault(r.run.init_from, set()).add(r.method)
+    assert len(starts) == 6 and all(len(m) == 6 for m in starts.values())  # one warm start per seed
+
+
 def chosen_rates_of_the_committed_sweep() -> dict[str, float]:
     """cpu-confirm-lr's rule on its committed records: per method, the rl.lr with the highest mean
     final success at T = 1 over its environments and seeds; a tie goes to the smaller rate."""
