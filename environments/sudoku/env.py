@@ -14,13 +14,7 @@ from agentbench_af.api import ActionOutcome, ExpertTurn, TextEnv, Variant
 from agentbench_af.environments.sudoku.expert import expert_moves
 from agentbench_af.environments.sudoku.generator import generate_puzzle
 from agentbench_af.environments.sudoku.grid import CELLS, COL_OF, ROW_OF, SIZE, cell_name
-from agentbench_af.environments.sudoku.text import (
-    conflicts,
-    parse_placement,
-    render_board,
-    render_keyed,
-    render_plain,
-)
+from agentbench_af.environments.sudoku.text import conflicts, parse_placement, render
 from agentbench_af.environments.sudoku.variants import SudokuVariant
 
 
@@ -95,12 +89,7 @@ class SudokuEnv(TextEnv[SudokuVariant]):
 
     def _render_state(self) -> str:
         if self._text is None:
-            style = self.variant.board
-            self._text = (
-                render_plain(self._board) if style == "plain"
-                else render_keyed(self._board) if style == "keyed"
-                else render_board(self._board, self._given)
-            )
+            self._text = render(self.variant.board, self._board, self._given)
         return self._text
 
     def expert_turn(self) -> ExpertTurn:

@@ -100,8 +100,8 @@ def expert_moves(
     shown = list(known)  # the correct digits on the board before this turn's placements
     while len(moves) < k:
         if reasoning == "units":
-            taken = frozenset(i for i, _, _ in moves) if keyed else frozenset()
-            house = full_house(shown if keyed else known, solution, keyed, taken)
+            # cells taken this turn are filled in `known`, so `exclude` matters only for `shown`
+            house = full_house(shown if keyed else known, solution, keyed, frozenset(i for i, _, _ in moves))
             if house is not None:
                 i, sentence = house
                 known[i] = solution[i]

@@ -22,11 +22,16 @@ _PLACE_RE = re.compile(
 
 HEADER = "   1   2     3   4"
 SEPARATOR = "  --------+--------"
-#: the board as one format string: a row index, two tokens, a box bar, two tokens (the last one unpadded)
-_TEMPLATE = "\n".join(
-    [HEADER]
-    + [f"{r} {{}} {{}} | {{}} {{}}" + ("\n" + SEPARATOR if r == 2 else "") for r in range(1, SIZE + 1)]
-)
+
+
+def _board_template(header: str, separator: str) -> str:
+    """A board as one format string: the header, then per row its index, two cells, a box bar, two cells
+    (the separator line after row 2)."""
+    rows = [f"{r} {{}} {{}} | {{}} {{}}" + ("\n" + separator if r == 2 else "") for r in range(1, SIZE + 1)]
+    return "\n".join([header, *rows])
+
+
+_TEMPLATE = _board_template(HEADER, SEPARATOR)  # the marked board (its last cell unpadded)
 _PEER_VALUES = tuple(itemgetter(*peers) for peers in PEERS)  # board -> the digits of a cell's peers
 # tokens by digit (0 = empty); the last column drops the padding a line would end with
 _GIVEN = ("", *(f"[{d}]" for d in range(1, SIZE + 1)))
@@ -54,9 +59,7 @@ def conflicts(board: Sequence[int], i: int, digit: int) -> bool:
     return digit in _PEER_VALUES[i](board)
 
 
-_PLAIN_TEMPLATE = "\n".join(
-    ["  1 2   3 4"] + [f"{r} {{}} {{}} | {{}} {{}}" + ("\n  ----+----" if r == 2 else "") for r in range(1, SIZE + 1)]
-)
+_PLAIN_TEMPLATE = _board_template("  1 2   3 4", "  ----+----")
 
 
 def render_plain(board: Sequence[int]) -> str:
@@ -67,10 +70,7 @@ def render_plain(board: Sequence[int]) -> str:
 
 #: the letter naming each cell in `render_keyed`, row-major: a-d is row 1, e-h row 2, ...
 CELL_KEYS = "abcdefghijklmnop"
-_KEYED_TEMPLATE = "\n".join(
-    ["  1  2    3  4"]
-    + [f"{r} {{}} {{}} | {{}} {{}}" + ("\n  ------+------" if r == 2 else "") for r in range(1, SIZE + 1)]
-)
+_KEYED_TEMPLATE = _board_template("  1  2    3  4", "  ------+------")
 
 
 def keyed_cell(i: int, digit: int) -> str:
@@ -96,3 +96,12 @@ def render_board(board: Sequence[int], given: Sequence[bool]) -> str:
         else:
             tokens.append(_PLACED_LAST[d] if i % SIZE == SIZE - 1 else _PLACED[d])
     return _TEMPLATE.format(*tokens)
+
+
+def render(style: str, board: Sequence[int], given: Sequence[bool]) -> str:
+    """The board in a variant's `board` style: `marked`, `plain` or `keyed`."""
+    if style == "plain":
+        return render_plain(board)
+    if style == "keyed":
+        return render_keyed(board)
+    return render_board(board, given)
