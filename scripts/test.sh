@@ -26,7 +26,7 @@ python -m pytest -q -m "vllm and not slow" "$@" || [ $? -eq 5 ]
 # (exit status 5 = nothing selected by the arguments given, e.g. only fast tests: not a failure)
 python -m pytest -q -m slow "$@" || [ $? -eq 5 ]
 # the committed numbers come back: one cheap cpu-quick cell re-run from its record, warm start included
-# (about a minute). An exact match is required where this machine is of the record's fingerprint class
+# (about three minutes). An exact match is required where this machine is of the record's fingerprint class
 # and runs its code; otherwise (other hardware or versions) a difference within 3 standard errors.
 # Skipped when arguments select tests.
 if [ $# -eq 0 ]; then
