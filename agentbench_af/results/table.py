@@ -234,8 +234,8 @@ def to_markdown(table: SuccessTable, title: str = "Final-step success (%)") -> s
     parts += [f"- {line}" for line in table.protocol]
     parts += ["", "Cells: mean ± standard error over seeds (number of seeds); best per column in bold. "
               "Warm start: the success before any RL update (the step-0 evaluation), over the same seeds. "
-              "Gain rows: paired by seed (the methods of a seed branch from the same warm start), mean difference in points ± paired SE "
-              "(n pairs, seeds won/lost, two-sided sign-test p).", ""]
+              "Gain rows: paired by seed (the methods of a seed branch from the same warm start), "
+              "mean difference in points ± paired SE (n pairs, seeds won/lost, two-sided sign-test p).", ""]
     parts.append(table.grid.to_markdown())
     if table.notes:
         parts += ["", "Notes:"] + [f"- {n}" for n in table.notes]
