@@ -9,7 +9,8 @@ listed in the notes, never averaged. SE is the sample standard deviation / sqrt(
 Gain rows are paired: per seed (the methods of a seed share one warm start) the method's success minus
 its base's, then the mean, its SE (sd of the differences / sqrt(n)), wins and losses (ties: |d| < 1e-9)
 and the two-sided sign test's p (scipy.stats.binomtest on the non-tied seeds); `gains.csv` holds them
-in long form. Records made with `eval.also_greedy` add a `<env> greedy` column of greedy success.
+in long form with a `verdict` per comparison at the sign test's level SIGN_TEST_ALPHA (the confirmatory
+presets' rule: "better" or "worse" where p < 0.05 in that direction, else "not distinguished"). Records made with `eval.also_greedy` add a `<env> greedy` column of greedy success.
 Left out: corrections for multiple comparisons (the table shows every cell; readers weigh them).
 """
 
@@ -152,8 +153,22 @@ def _signed(x: float) -> str:
     return f"{x:+.1f}"
 
 
+SIGN_TEST_ALPHA = 0.05
+
+
 def gain_columns() -> list[str]:
-    return ["env", "model", "method", "base", "metric", "n", "mean", "se", "wins", "losses", "sign_p", "seeds"]
+    return ["env", "model", "method", "base", "metric", "n", "mean", "se", "wins", "losses", "sign_p", "verdict",
+            "seeds"]
+
+
+def verdict(mean: float, sign_p: float, alpha: float = SIGN_TEST_ALPHA) -> str:
+    """The confirmatory rule: "better" / "worse" where the sign test's p < alpha and the paired mean is
+    positive / negative, else "not distinguished"."""
+    if sign_p < alpha and mean > 0:
+        return "better"
+    if sign_p < alpha and mean < 0:
+        return "worse"
+    return "not distinguished"
 
 
 def paired_gain(diffs: pd.Series) -> dict[str, float | int]:
@@ -196,7 +211,7 @@ def _paired_gain_rows(ok: pd.DataFrame, stats: pd.DataFrame, metric: str,
         g = paired_gain(a[seeds] - b[seeds])
         rows.append((f"{model} gain {method} vs {base}", model, env + suffix, _gain_text(g)))
         long.append({"env": env, "model": model, "method": method, "base": base, "metric": metric, **g,
-                     "seeds": ",".join(str(s) for s in seeds)})
+                     "verdict": verdict(g["mean"], g["sign_p"]), "seeds": ",".join(str(s) for s in seeds)})
     return rows, long
 
 

@@ -6,7 +6,7 @@ import pytest
 from record_helpers import write_record
 
 from agentbench_af.results.collect_records import records_frame
-from agentbench_af.results.table import build_table, to_csv, to_latex, to_markdown, write_table
+from agentbench_af.results.table import build_table, to_csv, to_latex, to_markdown, verdict, write_table
 
 ENV4, ENV6 = "FrozenLake-4x4-v0", "FrozenLake-6x6-v0"
 
@@ -176,8 +176,20 @@ def test_paired_gain_sign_test_and_unpaired_seeds_left_out(tmp_path):
     (g,) = t.gains.itertuples()
     assert (g.n, g.wins, g.losses, g.seeds, g.metric) == (5, 4, 1, "0,1,2,3,4", "final_success")
     assert g.mean == pytest.approx(0.13) and g.se == pytest.approx(0.0831, abs=1e-4)
-    assert g.sign_p == pytest.approx(0.375)
+    assert g.sign_p == pytest.approx(0.375) and g.verdict == "not distinguished"
     assert list(t.grid.columns) == [ENV4]  # no greedy column without greedy evaluations
+
+
+def test_verdict_needs_the_sign_test_below_alpha_in_the_mean_direction(tmp_path):
+    # six seeds, every difference the same sign: p = 2 / 64 = 0.031 < 0.05
+    for seed in range(6):
+        _record(tmp_path, "grpo", seed, 0.5)
+        _record(tmp_path, "grpo+actfocus", seed, 0.4)
+    (g,) = build_table(records_frame([tmp_path])).gains.itertuples()
+    assert (g.wins, g.losses) == (0, 6) and g.sign_p == pytest.approx(0.03125) and g.verdict == "worse"
+    # 5 of 5 non-tied: p = 2 / 32 = 0.0625, not below 0.05
+    assert verdict(0.1, 0.0625) == "not distinguished"
+    assert verdict(0.1, 0.03125) == "better" and verdict(0.0, 0.01) == "not distinguished"
 
 
 def test_greedy_column_beside_the_sampled_one(tmp_path):
