@@ -133,7 +133,7 @@ def _build_headline(df: pd.DataFrame, methods: list[str]) -> tuple[pd.DataFrame,
                      "ci_low": float(defined["ci_low"].iloc[0]) if n == 1 and len(with_ci) else math.nan,
                      "ci_high": float(defined["ci_high"].iloc[0]) if n == 1 and len(with_ci) else math.nan,
                      "above": int((with_ci["ci_low"].astype(float) > with_ci["null"].astype(float)).sum()),
-                     "with_ci": len(with_ci)})
+                     "with_ci": len(with_ci), "runs": len(cell)})
         undefined = cell[cell["ratio"].isna()]
         if len(undefined):
             notes.append(f"headline {env} {model} {column}: {len(undefined)} of {len(cell)} without a ratio "
@@ -196,12 +196,16 @@ def _shown(grid: pd.DataFrame) -> str:
 
 
 def _claim_line(stats: pd.DataFrame) -> str:
-    def name(r) -> str:
-        return f"{r.env} {r.model} {r.column}"
+    """Cells by how many of their runs' intervals lie above the null; a cell some of whose runs have no
+    interval (no group with reward variance) says how many, so "holds" never hides a mostly undefined cell."""
+    def name(r, counts: bool) -> str:
+        missing = f"; {r.runs - r.with_ci} of {r.runs} runs without an interval" if r.with_ci < r.runs else ""
+        shown = f" ({r.above}/{r.with_ci}{missing})" if counts or missing else ""
+        return f"{r.env} {r.model} {r.column}{shown}"
 
-    holds = [name(r) for r in stats.itertuples() if r.with_ci and r.above == r.with_ci]
-    partly = [f"{name(r)} ({r.above}/{r.with_ci})" for r in stats.itertuples() if 0 < r.above < r.with_ci]
-    nowhere = [name(r) for r in stats.itertuples() if r.with_ci and r.above == 0]
+    holds = [name(r, False) for r in stats.itertuples() if r.with_ci and r.above == r.with_ci]
+    partly = [name(r, True) for r in stats.itertuples() if 0 < r.above < r.with_ci]
+    nowhere = [name(r, False) for r in stats.itertuples() if r.with_ci and r.above == 0]
     return (f"The claim (reward-linked signal concentrated on the actions) holds, every run's interval above its "
             f"null, in: {', '.join(holds) or 'no cell'}. In some runs only: {', '.join(partly) or 'no cell'}. "
             f"In no run: {', '.join(nowhere) or 'no cell'}.")

@@ -164,7 +164,9 @@ def test_headline_cells_by_hand(headline_records):
     assert t.notes[0] == f"headline {ENV4} tiny-0.2m ppo: 1 of 2 without a ratio ({NO_VARIANCE})"
     md = to_markdown(t)
     assert md.startswith("# Action Bottleneck\n\n## Headline: action/reasoning ratio of reward-linked gradient signal")
-    assert (f"holds, every run's interval above its null, in: {ENV4} tiny-0.2m ppo. In some runs only: "
+    # ppo holds in its one run with an interval; the other ppo run has none, and the line says so
+    assert (f"holds, every run's interval above its null, in: {ENV4} tiny-0.2m ppo (1/1; 1 of 2 runs without an "
+            "interval). In some runs only: "
             f"{ENV4} tiny-0.2m grpo (2/3). In no run: {ENV4} tiny-0.2m warm start.") in md
     assert md.index("## Headline") < md.index("## Secondary: |c| ratio") < md.index("### Energy `old` (secondary)")
     # the secondary cells carry their null ratio: 1.2 with null 1.1 in every run
