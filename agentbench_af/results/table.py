@@ -10,7 +10,8 @@ Gain rows are paired: per seed (the methods of a seed share one warm start) the 
 its base's, then the mean, its SE (sd of the differences / sqrt(n)), wins and losses (ties: |d| < 1e-9)
 and the two-sided sign test's p (scipy.stats.binomtest on the non-tied seeds); `gains.csv` holds them
 in long form with a `verdict` per comparison at the sign test's level SIGN_TEST_ALPHA (the confirmatory
-presets' rule: "better" or "worse" where p < 0.05 in that direction, else "not distinguished"). Records made with `eval.also_greedy` add a `<env> greedy` column of greedy success.
+presets' rule: "better" or "worse" where p < 0.05 in that direction, else "not distinguished").
+Records made with `eval.also_greedy` add a `<env> greedy` column of greedy success.
 Left out: corrections for multiple comparisons (the table shows every cell; readers weigh them).
 """
 
@@ -164,25 +165,25 @@ def gain_columns() -> list[str]:
 def verdict(mean: float, sign_p: float, alpha: float = SIGN_TEST_ALPHA) -> str:
     """The confirmatory rule: "better" / "worse" where the sign test's p < alpha and the paired mean is
     positive / negative, else "not distinguished"."""
-    if sign_p < alpha and mean > 0:
-        return "better"
-    if sign_p < alpha and mean < 0:
-        return "worse"
-    return "not distinguished"
+    if sign_p >= alpha or mean == 0:
+        return "not distinguished"
+    return "better" if mean > 0 else "worse"
 
 
-def paired_gain(diffs: pd.Series) -> dict[str, float | int]:
-    """Mean, paired SE (NaN for one pair), wins, losses (|d| < 1e-9 is a tie) and the two-sided sign test's
-    p over the non-tied pairs (1.0 when every pair ties) of per-seed differences."""
+def paired_gain(diffs: pd.Series) -> dict[str, float | int | str]:
+    """Mean, paired SE (NaN for one pair), wins, losses (|d| < 1e-9 is a tie), the two-sided sign test's
+    p over the non-tied pairs (1.0 when every pair ties) of per-seed differences, and its `verdict`."""
     d = diffs.astype(float)
     n = len(d)
     wins, losses = int((d > 1e-9).sum()), int((d < -1e-9).sum())
     p = binomtest(wins, wins + losses, 0.5).pvalue if wins + losses else 1.0
     se = float(d.std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan
-    return {"n": n, "mean": float(d.mean()), "se": se, "wins": wins, "losses": losses, "sign_p": float(p)}
+    mean = float(d.mean())
+    return {"n": n, "mean": mean, "se": se, "wins": wins, "losses": losses, "sign_p": float(p),
+            "verdict": verdict(mean, float(p))}
 
 
-def _gain_text(g: dict[str, float | int]) -> str:
+def _gain_text(g: dict[str, float | int | str]) -> str:
     se_txt = f" ± {g['se'] * 100:.1f}" if not math.isnan(g["se"]) else ""
     return f"{_signed(g['mean'] * 100)}{se_txt} (n {g['n']}, {g['wins']}+/{g['losses']}-, p {g['sign_p']:.2f})"
 
@@ -211,7 +212,7 @@ def _paired_gain_rows(ok: pd.DataFrame, stats: pd.DataFrame, metric: str,
         g = paired_gain(a[seeds] - b[seeds])
         rows.append((f"{model} gain {method} vs {base}", model, env + suffix, _gain_text(g)))
         long.append({"env": env, "model": model, "method": method, "base": base, "metric": metric, **g,
-                     "verdict": verdict(g["mean"], g["sign_p"]), "seeds": ",".join(str(s) for s in seeds)})
+                     "seeds": ",".join(str(s) for s in seeds)})
     return rows, long
 
 
