@@ -2,21 +2,27 @@
 
 The demonstrations are built by `train.demos` with the collector's own context construction, so the
 policy is warm-started on exactly the contexts it will see in RL. `SFTConfig.steps` is the budget:
-few steps leave a partial policy for RL to improve. Left out: packing and sequence bucketing.
+few steps leave a partial policy for RL to improve. Given a checkpoint path, the loop saves its whole
+state there every `SFT_CHECKPOINT_EVERY` steps (model, AdamW, schedule, sampling generator, RNGs) and a
+later call with that path continues from it, exactly as if it had not been stopped. Left out: packing and
+sequence bucketing.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import torch
 from transformers import get_cosine_schedule_with_warmup
 
 from agentbench_af.models.forward import token_stats
+from agentbench_af.results.tensor_files import load_tensor_file, save_tensor_file
 from agentbench_af.rollout.seeds import draw_train_seeds
 from agentbench_af.rollout.to_batch import trajectories_to_batch
+from agentbench_af.train.checkpoint import restore_rng_states, rng_states
 from agentbench_af.train.config import SFTConfig, TrainConfig
 from agentbench_af.train.demos import demonstration_trajectories
 
@@ -32,6 +38,26 @@ def sft_scheduler(optimizer: torch.optim.Optimizer, sft: SFTConfig) -> torch.opt
     return torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_lambda(sft.warmup_steps))
 
 
+#: SFT steps between checkpoints (about 1.5 minutes of a tiny-0.7m WebShop-mini warm start on one CPU thread)
+SFT_CHECKPOINT_EVERY = 100
+
+
+def _save_sft_state(path: Path, step: int, loss: float, lm, optimizer, scheduler, gen: torch.Generator) -> None:
+    save_tensor_file({"step": step, "loss": loss, "model": lm.state_dict(), "optimizer": optimizer.state_dict(),
+                      "scheduler": scheduler.state_dict(), "generator": gen.get_state(), "rng": rng_states()}, path)
+
+
+def _load_sft_state(path: Path, lm, optimizer, scheduler, gen: torch.Generator) -> tuple[int, float]:
+    """Restore everything `_save_sft_state` wrote; returns (steps done, last loss)."""
+    state = load_tensor_file(path)
+    lm.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    scheduler.load_state_dict(state["scheduler"])
+    gen.set_state(state["generator"])
+    restore_rng_states(state["rng"])
+    return int(state["step"]), float(state["loss"])
+
+
 def sft_warm_start(
     lm: torch.nn.Module,
     tokenizer,
@@ -39,8 +65,13 @@ def sft_warm_start(
     cfg: TrainConfig,
     device: torch.device,
     progress: Callable[[int, float], None] | None = None,
+    checkpoint: Path | None = None,
+    checkpoint_every: int | None = None,
 ) -> dict[str, float]:
-    """Train `lm` in place for `cfg.sft.steps` steps; returns final loss and token counts."""
+    """Train `lm` in place for `cfg.sft.steps` steps; returns final loss and token counts. With `checkpoint`,
+    continue from that file if it exists and save to it every `checkpoint_every` steps (default
+    `SFT_CHECKPOINT_EVERY`). The caller removes the file once the warm start is saved and must not pass
+    one written under other settings."""
     import agentbench_af
 
     if cfg.sft.steps <= 0:
@@ -57,8 +88,11 @@ def sft_warm_start(
     scheduler = sft_scheduler(optimizer, cfg.sft)
     gen = torch.Generator().manual_seed(cfg.warm_start_seed * 1_000_003 + 7)
     lm.train()
-    loss_value = math.nan
-    for step in range(cfg.sft.steps):
+    loss_value, start = math.nan, 0
+    every = checkpoint_every or SFT_CHECKPOINT_EVERY
+    if checkpoint is not None and Path(checkpoint).exists():
+        start, loss_value = _load_sft_state(Path(checkpoint), lm, optimizer, scheduler, gen)
+    for step in range(start, cfg.sft.steps):
         rows = torch.randint(0, data.batch_size, (min(cfg.sft.batch_size, data.batch_size),), generator=gen)
         mb = data.select(rows).crop().to(device)
         logprobs, _, _ = token_stats(lm, mb.input_ids, mb.attention_mask, with_entropy=False)  # (b, t)
@@ -70,6 +104,8 @@ def sft_warm_start(
         optimizer.step()
         scheduler.step()
         loss_value = float(loss.detach())
+        if checkpoint is not None and (step + 1) % every == 0 and step + 1 < cfg.sft.steps:
+            _save_sft_state(Path(checkpoint), step + 1, loss_value, lm, optimizer, scheduler, gen)
         if progress is not None:
             progress(step, loss_value)
     return {

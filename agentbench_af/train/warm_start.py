@@ -5,6 +5,9 @@ Its provenance is checked, not assumed. A warm-start folder records the settings
 `prepare_warm_start` reuses a folder only when those equal the run's, and rebuilds it otherwise (a
 folder left by an earlier config, or one without a readable record). A run that branches from
 `run.init_from` uses that folder as it is, and its record states what it was built with.
+While it is built, the SFT loop checkpoints beside the folder (`<folder>.sft-<settings key>.pt`), so a
+killed build continues where it stopped; the file is removed once the folder is saved, and one written
+under other settings is never read (its name carries their key).
 Left out: partial reuse (a changed SFT budget rebuilds from scratch rather than training on).
 """
 
@@ -74,7 +77,13 @@ class WarmStart:
         return self.settings["sft"]["steps"] if self.settings else None
 
 
-def _build(cfg: TrainConfig, out_dir: Path, device: torch.device, show_progress: bool) -> None:
+def sft_checkpoint_path(cfg: TrainConfig, out_dir: Path) -> Path:
+    """Where the SFT loop building `out_dir` for `cfg` keeps its checkpoint (keyed by the warm-start settings)."""
+    out_dir = Path(out_dir)
+    return out_dir.with_name(f"{out_dir.name}.sft-{settings_key(warm_start_settings(cfg))}.pt")
+
+
+def _build(cfg: TrainConfig, out_dir: Path, device: torch.device, show_progress: bool, checkpoint: Path) -> None:
     torch.manual_seed(cfg.warm_start_seed)
     if cfg.model.path:
         policy = Policy.load(cfg.model.path, device)
@@ -83,8 +92,8 @@ def _build(cfg: TrainConfig, out_dir: Path, device: torch.device, show_progress:
                               cfg.warm_start_seed, env_kwargs={cfg.env.id: cfg.env.overrides})
     policy.lm.to(device)
     bar = tqdm(total=cfg.sft.steps, desc=f"warm start {cfg.env.id}", disable=not show_progress, leave=False)
-    stats = sft_warm_start(policy.lm, policy.tokenizer, policy.chat, cfg, device,
-                           progress=lambda s, loss: (bar.update(1), bar.set_postfix(loss=f"{loss:.3f}")))
+    stats = sft_warm_start(policy.lm, policy.tokenizer, policy.chat, cfg, device, checkpoint=checkpoint,
+                           progress=lambda s, loss: (bar.update(s + 1 - bar.n), bar.set_postfix(loss=f"{loss:.3f}")))
     bar.close()
     policy.save(out_dir)
     record = {"sft": stats, "key": settings_key(warm_start_settings(cfg)), "config": to_dict(cfg)}
@@ -96,8 +105,10 @@ def prepare_warm_start(cfg: TrainConfig, out_dir: Path, device: torch.device, sh
     holds a warm start built with the same settings; a folder built with other settings is rebuilt."""
     out_dir = Path(out_dir)
     if recorded_settings(out_dir) != warm_start_settings(cfg):
+        checkpoint = sft_checkpoint_path(cfg, out_dir)
         with atomic_dir(out_dir) as tmp:
-            _build(cfg, tmp, device, show_progress)
+            _build(cfg, tmp, device, show_progress, checkpoint)
+        checkpoint.unlink(missing_ok=True)
     return out_dir
 
 
