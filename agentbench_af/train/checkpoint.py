@@ -22,11 +22,11 @@ from agentbench_af.results.tensor_files import UnsafeFileError, load_tensor_file
 
 @dataclass
 class TrainState:
-    step: int  # RL updates completed
+    step: int  # updates completed (RL updates, or SFT steps for a warm start's checkpoint)
     model: dict[str, Any]
     optimizer: dict[str, Any]
     scheduler: dict[str, Any] | None
-    extra: dict[str, Any]  # loop bookkeeping: token counts, curve, wall time so far
+    extra: dict[str, Any]  # loop bookkeeping: token counts, curve, wall time so far (SFT: loss, sampler)
 
 
 def rng_states() -> dict[str, Any]:
@@ -57,9 +57,8 @@ def restore_rng_states(states: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(states["cuda"])
 
 
-def save_checkpoint(run_dir: Path, state: TrainState, keep: int = 2) -> Path:
-    ckpt_dir = Path(run_dir) / "checkpoints"
-    path = ckpt_dir / f"ckpt-{state.step:06d}.pt"
+def write_state(path: Path, state: TrainState) -> Path:
+    """Write `state` and the current RNG states to `path` atomically (read back by `load_checkpoint`)."""
     payload = {
         "step": state.step,
         "model": state.model,
@@ -68,7 +67,12 @@ def save_checkpoint(run_dir: Path, state: TrainState, keep: int = 2) -> Path:
         "extra": state.extra,
         "rng": rng_states(),
     }
-    save_tensor_file(payload, path)
+    return save_tensor_file(payload, path)
+
+
+def save_checkpoint(run_dir: Path, state: TrainState, keep: int = 2) -> Path:
+    ckpt_dir = Path(run_dir) / "checkpoints"
+    path = write_state(ckpt_dir / f"ckpt-{state.step:06d}.pt", state)
     for old in sorted(ckpt_dir.glob("ckpt-*.pt"))[:-keep]:
         old.unlink(missing_ok=True)
     return path

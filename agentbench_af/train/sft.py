@@ -19,10 +19,9 @@ import torch
 from transformers import get_cosine_schedule_with_warmup
 
 from agentbench_af.models.forward import token_stats
-from agentbench_af.results.tensor_files import load_tensor_file, save_tensor_file
 from agentbench_af.rollout.seeds import draw_train_seeds
 from agentbench_af.rollout.to_batch import trajectories_to_batch
-from agentbench_af.train.checkpoint import restore_rng_states, rng_states
+from agentbench_af.train.checkpoint import TrainState, load_checkpoint, restore_rng_states, write_state
 from agentbench_af.train.config import SFTConfig, TrainConfig
 from agentbench_af.train.demos import demonstration_trajectories
 
@@ -43,19 +42,19 @@ SFT_CHECKPOINT_EVERY = 100
 
 
 def _save_sft_state(path: Path, step: int, loss: float, lm, optimizer, scheduler, gen: torch.Generator) -> None:
-    save_tensor_file({"step": step, "loss": loss, "model": lm.state_dict(), "optimizer": optimizer.state_dict(),
-                      "scheduler": scheduler.state_dict(), "generator": gen.get_state(), "rng": rng_states()}, path)
+    write_state(path, TrainState(step, lm.state_dict(), optimizer.state_dict(), scheduler.state_dict(),
+                                 {"loss": loss, "generator": gen.get_state()}))
 
 
 def _load_sft_state(path: Path, lm, optimizer, scheduler, gen: torch.Generator) -> tuple[int, float]:
     """Restore everything `_save_sft_state` wrote; returns (steps done, last loss)."""
-    state = load_tensor_file(path)
-    lm.load_state_dict(state["model"])
-    optimizer.load_state_dict(state["optimizer"])
-    scheduler.load_state_dict(state["scheduler"])
-    gen.set_state(state["generator"])
-    restore_rng_states(state["rng"])
-    return int(state["step"]), float(state["loss"])
+    state, rng = load_checkpoint(path)
+    lm.load_state_dict(state.model)
+    optimizer.load_state_dict(state.optimizer)
+    scheduler.load_state_dict(state.scheduler)
+    gen.set_state(state.extra["generator"])
+    restore_rng_states(rng)
+    return state.step, float(state.extra["loss"])
 
 
 def sft_warm_start(
@@ -66,12 +65,10 @@ def sft_warm_start(
     device: torch.device,
     progress: Callable[[int, float], None] | None = None,
     checkpoint: Path | None = None,
-    checkpoint_every: int | None = None,
 ) -> dict[str, float]:
     """Train `lm` in place for `cfg.sft.steps` steps; returns final loss and token counts. With `checkpoint`,
-    continue from that file if it exists and save to it every `checkpoint_every` steps (default
-    `SFT_CHECKPOINT_EVERY`). The caller removes the file once the warm start is saved and must not pass
-    one written under other settings."""
+    continue from that file if it exists and save to it every `SFT_CHECKPOINT_EVERY` steps. The caller
+    removes the file once the warm start is saved and must not pass one written under other settings."""
     import agentbench_af
 
     if cfg.sft.steps <= 0:
@@ -89,7 +86,6 @@ def sft_warm_start(
     gen = torch.Generator().manual_seed(cfg.warm_start_seed * 1_000_003 + 7)
     lm.train()
     loss_value, start = math.nan, 0
-    every = checkpoint_every or SFT_CHECKPOINT_EVERY
     if checkpoint is not None and Path(checkpoint).exists():
         start, loss_value = _load_sft_state(Path(checkpoint), lm, optimizer, scheduler, gen)
     for step in range(start, cfg.sft.steps):
@@ -104,7 +100,7 @@ def sft_warm_start(
         optimizer.step()
         scheduler.step()
         loss_value = float(loss.detach())
-        if checkpoint is not None and (step + 1) % every == 0 and step + 1 < cfg.sft.steps:
+        if checkpoint is not None and (step + 1) % SFT_CHECKPOINT_EVERY == 0 and step + 1 < cfg.sft.steps:
             _save_sft_state(Path(checkpoint), step + 1, loss_value, lm, optimizer, scheduler, gen)
         if progress is not None:
             progress(step, loss_value)
