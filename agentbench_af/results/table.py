@@ -60,6 +60,7 @@ class SuccessTable:
     protocol: list[str]
     notes: list[str]
     gains: pd.DataFrame  # long form of the paired gain rows (gain_columns())
+    warm: pd.DataFrame  # long form of the warm-start rows: env, model, metric (final_*), mean, se, n
 
 
 def _fmt(mean: float, se: float, n: int) -> str:
@@ -114,19 +115,21 @@ def build_table(df: pd.DataFrame) -> SuccessTable:
         stats[m.prefix + "best"] = stats[m.prefix + "mean"] == stats.groupby("env")[m.prefix + "mean"].transform("max")
     stats = stats.sort_values(["model_params", "model", "method"], key=lambda s: s.map(method_sort_key) if s.name == "method" else s)
     envs = sorted(stats["env"].unique())
-    gains, gain_long, warm = [], [], []
+    gains, gain_long, warm, warm_long = [], [], [], []
     for m in metrics:
         g_rows, g_long = _paired_gain_rows(ok, stats, m.final, m.suffix)
         gains += g_rows
         gain_long += g_long
         w_rows, w_notes = _warm_start_rows(ok, m.warm, m.suffix)
         warm += w_rows
+        warm_long += [{"env": column.removesuffix(m.suffix), "model": model, "metric": m.final, "mean": mean,
+                       "se": se, "n": n} for _, model, column, _, (mean, se, n) in w_rows]
         notes += [n for n in w_notes if n not in notes]
     grid_columns = [env + m.suffix for env in envs for m in metrics
                     if stats.loc[stats["env"] == env, m.prefix + "n"].gt(0).any()]
     order: list[str] = []
     for model in dict.fromkeys(stats["model"]):  # each model's warm start, its methods, then its gain rows
-        order += sorted({label for label, m, _, _ in warm if m == model})
+        order += sorted({label for label, m, *_ in warm if m == model})
         order += list(dict.fromkeys(stats.loc[stats["model"] == model, "row"]))
         order += sorted({label for label, m, _, _ in gains if m == model}, key=lambda x: method_sort_key(x.split()[-3]))
     grid = pd.DataFrame("", index=order, columns=grid_columns)
@@ -136,12 +139,13 @@ def build_table(df: pd.DataFrame) -> SuccessTable:
             if n > 0 and r["env"] + m.suffix in grid.columns:
                 text = _fmt(r[m.prefix + "mean"], r[m.prefix + "se"], n)
                 grid.loc[r["row"], r["env"] + m.suffix] = f"**{text}**" if r[m.prefix + "best"] else text
-    for label, _, column, text in gains + warm:
+    for label, _, column, text, *_ in gains + warm:
         if column in grid.columns:
             grid.loc[label, column] = text
     grid.index.name = "model / method"
     return SuccessTable(stats=stats.reset_index(drop=True), grid=grid, protocol=_protocol_lines(ok), notes=notes,
-                        gains=pd.DataFrame(gain_long, columns=gain_columns()))
+                        gains=pd.DataFrame(gain_long, columns=gain_columns()),
+                        warm=pd.DataFrame(warm_long, columns=["env", "model", "metric", "mean", "se", "n"]))
 
 
 def _cell_columns(part: pd.DataFrame, m: Metric) -> dict[str, float | int]:
@@ -216,10 +220,10 @@ def _paired_gain_rows(ok: pd.DataFrame, stats: pd.DataFrame, metric: str,
     return rows, long
 
 
-def _warm_start_rows(ok: pd.DataFrame, metric: str = "warm_start_success",
-                     suffix: str = "") -> tuple[list[tuple[str, str, str, str]], list[str]]:
-    """(row label, model, grid column, text) of the warm-start success (the step-0 evaluation) per env and
-    model. One value per seed (the methods of a seed share it); omitted, with a note, where runs of one
+def _warm_start_rows(ok: pd.DataFrame, metric: str = "warm_start_success", suffix: str = ""
+                     ) -> tuple[list[tuple[str, str, str, str, tuple[float, float, int]]], list[str]]:
+    """(row label, model, grid column, text, (mean, se, n)) of the warm-start success (the step-0
+    evaluation) per env and model. One value per seed (the methods of a seed share it); omitted, with a note, where runs of one
     seed started from different warm starts (their step-0 successes differ)."""
     out, notes = [], []
     for (env, model), part in ok.dropna(subset=[metric]).groupby(["env", "model"], sort=True):
@@ -228,7 +232,7 @@ def _warm_start_rows(ok: pd.DataFrame, metric: str = "warm_start_success",
             notes.append(f"{env} {model}: no warm-start row (runs of one seed start from different warm starts)")
             continue
         mean, se, n = cell_stats(per_seed.first())
-        out.append((f"{model} warm start", model, env + suffix, _fmt(mean, se, n)))
+        out.append((f"{model} warm start", model, env + suffix, _fmt(mean, se, n), (mean, se, n)))
     return out, notes
 
 
@@ -274,12 +278,16 @@ FORMATS = ("md", "csv", "tex")
 
 
 def write_table(table: SuccessTable, out_dir: str | Path, formats: tuple[str, ...] = FORMATS) -> list[Path]:
-    """Write table.md / table.csv (+ stats.csv, the long form) / table.tex; no timestamps (reproducible)."""
+    """Write table.md (+ gains.md where there are gain rows) / table.csv (+ stats.csv, the long form, and
+    gains.csv) / table.tex; no timestamps (reproducible)."""
+    from agentbench_af.results import gains_table  # it renders a SuccessTable: imported here, not at the top
+
     unknown = sorted(set(formats) - set(FORMATS))
     if unknown:
         raise ValueError(f"unknown table format(s) {unknown}; choose from {list(FORMATS)}")
+    gains_md = [("gains.md", lambda: gains_table.to_markdown(table))] if not table.gains.empty else []
     return write_table_files(out_dir, {
-        "md": [("table.md", lambda: to_markdown(table))],
+        "md": [("table.md", lambda: to_markdown(table)), *gains_md],
         "csv": [("table.csv", lambda: to_csv(table)), ("stats.csv", lambda: table.stats.to_csv(index=False)),
                 ("gains.csv", lambda: table.gains.to_csv(index=False))],
         "tex": [("table.tex", lambda: to_latex(table))],

@@ -19,3 +19,15 @@ def write_record(root: Path, env: str, method: str, seed: int, success: float | 
                        config={}, protocol=PROTOCOL, final_success=success, warm_start_success=0.125, curve=curve,
                        status=status, error=error, bottleneck=bottleneck)
     return record.save(root / f"{env}-{method}-{model}-{config_hash}-s{seed}")
+
+
+def write_success_record(root: Path, method: str, seed: int, success: float, greedy: float | None = None,
+                         warm_greedy: float = 0.5, env: str = "FrozenLake-4x4-v0") -> Path:
+    """A record with a final success (and greedy success), warm start 0.25 (greedy `warm_greedy`)."""
+    curve = [{"step": 0, "success": 0.25, **({"greedy_success": warm_greedy} if greedy is not None else {})},
+             {"step": 8, "success": success}]
+    final = {"success": success, **({"greedy_success": greedy} if greedy is not None else {})}
+    record = RunRecord(env_id=env, method=method, model="tiny-0.2m", model_params=1, seed=seed,
+                       config_hash=method[:4], config={}, protocol={"eval_episodes": 8}, final_success=success,
+                       final_metrics=final, warm_start_success=0.25, curve=curve)
+    return record.save(root / f"{method}-s{seed}")

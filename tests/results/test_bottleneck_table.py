@@ -115,7 +115,8 @@ def test_table_command_writes_it_byte_identically(bottleneck_records, tmp_path):
     assert res.exit_code == 0, res.output
     assert {n: (tmp_path / "out" / n).read_bytes() for n in names} == first
     res = runner.invoke(app, ["table", str(copy), "--out", str(tmp_path / "md"), "--format", "md"])
-    assert res.exit_code == 0 and sorted(p.name for p in (tmp_path / "md").iterdir()) == ["bottleneck.md", "table.md"]
+    written = sorted(p.name for p in (tmp_path / "md").iterdir())
+    assert res.exit_code == 0 and written == ["bottleneck.md", "gains.md", "table.md"]
     res = runner.invoke(app, ["table", str(copy), "--out", str(tmp_path / "tex"), "--format", "tex"])
     assert res.exit_code == 0 and sorted(p.name for p in (tmp_path / "tex").iterdir()) == ["table.tex"]
 

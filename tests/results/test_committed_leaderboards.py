@@ -5,6 +5,7 @@ table` over them must regenerate the committed table and bottleneck files byte f
 once kept out of git by a `runs/` ignore rule while their tables were committed; this catches that.)
 """
 
+import re
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,9 @@ from typer.testing import CliRunner
 from agentbench_af.cli import app
 
 LEADERBOARDS = Path(__file__).resolve().parents[2] / "leaderboards"
-GENERATED = ("table.md", "table.csv", "table.tex", "stats.csv", "gains.csv", "bottleneck.md", "bottleneck.csv")
+GENERATED = ("table.md", "gains.md", "table.csv", "table.tex", "stats.csv", "gains.csv", "bottleneck.md", "bottleneck.csv")
+README = LEADERBOARDS.parent / "README.md"
+EMBEDDED = re.compile(r"<!-- generated: (\S+) -->\n(.*?)<!-- end generated -->", re.S)
 BOARDS = sorted(p.parent for p in LEADERBOARDS.glob("*/table.md"))
 
 
@@ -42,3 +45,18 @@ def test_leaderboard_records_name_a_clean_commit(board):
     dirty = [p.parent.name for p in sorted(board.rglob("record.json"))
              if str(json.loads(p.read_text()).get("git_commit") or "").endswith("-dirty")]
     assert not dirty, f"{board.name}: records from a dirty tree: {dirty[:3]}"
+
+
+def _table_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("|")]
+
+
+def test_readme_tables_are_copies_of_the_generated_files():
+    """A table the README shows between `<!-- generated: FILE -->` and `<!-- end generated -->` has exactly
+    the table lines of that committed (and, above, regenerated) file: README numbers cannot drift."""
+    blocks = EMBEDDED.findall(README.read_text())
+    assert blocks, "the README embeds no generated table"
+    for path, block in blocks:
+        source = README.parent / path
+        assert source.is_file(), f"README embeds {path}, which does not exist"
+        assert _table_lines(block) == _table_lines(source.read_text()), f"README's copy of {path} differs"

@@ -31,7 +31,7 @@ def test_table_one_format_and_several_dirs(records_dir, tmp_path):
                               str(records_dir / "FrozenLake-6x6-v0-grpo+actfocus-tiny-0.2m-eeeeeeeeeeee-s0"),
                               "--out", str(tmp_path / "o"), "--format", "md"])
     assert res.exit_code == 0, res.output
-    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["table.md"]
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["gains.md", "table.md"]  # a pair: one gain row
     assert "FrozenLake-4x4-v0" not in (tmp_path / "o" / "table.md").read_text()
 
 

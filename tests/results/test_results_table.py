@@ -3,7 +3,7 @@
 import math
 
 import pytest
-from record_helpers import write_record
+from record_helpers import write_record, write_success_record
 
 from agentbench_af.results.collect_records import records_frame
 from agentbench_af.results.table import build_table, to_csv, to_latex, to_markdown, verdict, write_table
@@ -99,7 +99,7 @@ def test_formats(records_dir, tmp_path):
     tex = to_latex(t)
     assert "\\textbf{87.5 $\\pm$ 12.5 (2)}" in tex and "\\begin{tabular}{lrr}" in tex
     written = write_table(t, tmp_path / "out", ("md",))
-    assert [p.name for p in written] == ["table.md"]
+    assert [p.name for p in written] == ["table.md", "gains.md"]  # gains.md: the fixture has a gain row
     with pytest.raises(ValueError, match="unknown table format"):
         write_table(t, tmp_path / "out", ("html",))
 
@@ -153,22 +153,11 @@ def test_warm_start_row_one_value_per_seed(tmp_path):
     assert t.notes == [f"{ENV4} tiny-0.2m: no warm-start row (runs of one seed start from different warm starts)"]
 
 
-def _record(root, method: str, seed: int, success: float, greedy: float | None = None, warm_greedy: float = 0.5):
-    from agentbench_af.results.record import RunRecord
-
-    curve = [{"step": 0, "success": 0.25, **({"greedy_success": warm_greedy} if greedy is not None else {})},
-             {"step": 8, "success": success}]
-    final = {"success": success, **({"greedy_success": greedy} if greedy is not None else {})}
-    RunRecord(env_id=ENV4, method=method, model="tiny-0.2m", model_params=1, seed=seed, config_hash=method[:4],
-              config={}, protocol={"eval_episodes": 8}, final_success=success, final_metrics=final,
-              warm_start_success=0.25, curve=curve).save(root / f"{method}-s{seed}")
-
-
 def test_paired_gain_sign_test_and_unpaired_seeds_left_out(tmp_path):
     for seed, (base, weighted) in enumerate([(0.5, 0.6), (0.5, 0.7), (0.5, 0.55), (0.5, 0.4), (0.5, 0.9)]):
-        _record(tmp_path, "grpo", seed, base)
-        _record(tmp_path, "grpo+actfocus", seed, weighted)
-    _record(tmp_path, "grpo+actfocus", 5, 1.0)  # no grpo run of seed 5: not paired
+        write_success_record(tmp_path, "grpo", seed, base)
+        write_success_record(tmp_path, "grpo+actfocus", seed, weighted)
+    write_success_record(tmp_path, "grpo+actfocus", 5, 1.0)  # no grpo run of seed 5: not paired
     t = build_table(records_frame([tmp_path]))
     # differences 0.1, 0.2, 0.05, -0.1, 0.4: mean 0.13; squared deviations 0.0009 + 0.0049 + 0.0064 + 0.0529
     # + 0.0729 = 0.138 -> sd sqrt(0.138 / 4) = 0.1857 -> SE 0.0831; 4 wins 1 loss: p = 2 * (5 + 1) / 32 = 0.375
@@ -183,8 +172,8 @@ def test_paired_gain_sign_test_and_unpaired_seeds_left_out(tmp_path):
 def test_verdict_needs_the_sign_test_below_alpha_in_the_mean_direction(tmp_path):
     # six seeds, every difference the same sign: p = 2 / 64 = 0.031 < 0.05
     for seed in range(6):
-        _record(tmp_path, "grpo", seed, 0.5)
-        _record(tmp_path, "grpo+actfocus", seed, 0.4)
+        write_success_record(tmp_path, "grpo", seed, 0.5)
+        write_success_record(tmp_path, "grpo+actfocus", seed, 0.4)
     (g,) = build_table(records_frame([tmp_path])).gains.itertuples()
     assert (g.wins, g.losses) == (0, 6) and g.sign_p == pytest.approx(0.03125) and g.verdict == "worse"
     # 5 of 5 non-tied: p = 2 / 32 = 0.0625, not below 0.05
@@ -194,8 +183,8 @@ def test_verdict_needs_the_sign_test_below_alpha_in_the_mean_direction(tmp_path)
 
 def test_greedy_column_beside_the_sampled_one(tmp_path):
     for seed, (base, weighted) in enumerate([(0.5, 0.75), (1.0, 0.75)]):
-        _record(tmp_path, "grpo", seed, 0.25, greedy=base)
-        _record(tmp_path, "grpo+actfocus", seed, 0.25, greedy=weighted, warm_greedy=0.5)
+        write_success_record(tmp_path, "grpo", seed, 0.25, greedy=base)
+        write_success_record(tmp_path, "grpo+actfocus", seed, 0.25, greedy=weighted, warm_greedy=0.5)
     t = build_table(records_frame([tmp_path]))
     assert list(t.grid.columns) == [ENV4, f"{ENV4} greedy"]
     g = t.grid[f"{ENV4} greedy"]
