@@ -153,9 +153,10 @@ def prepare_spec(cfg: ReproduceConfig) -> SweepSpec:
         per_env_models = _models_by_env(spec, grid.envs, cfg.models, cfg.name)
         grid = dataclasses.replace(grid, envs=tuple(per_env_models))
     per_env = {env: items for env, items in spec.per_env.items() if not grid.envs or env in grid.envs}
+    per_method = {m: items for m, items in spec.per_method.items() if not grid.methods or m in grid.methods}
     if cfg.overrides:  # after the per-environment settings too, so they have the last word
         per_env = {env: [*per_env.get(env, []), *cfg.overrides] for env in grid.envs} if grid.envs else per_env
-    spec = dataclasses.replace(spec, grid=grid, per_env=per_env, per_env_models=per_env_models,
+    spec = dataclasses.replace(spec, grid=grid, per_env=per_env, per_env_models=per_env_models, per_method=per_method,
                                overrides=(*spec.overrides, *cfg.overrides))
     models = hub_models(spec)
     if models:

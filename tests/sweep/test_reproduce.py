@@ -118,6 +118,19 @@ def test_model_choice_cuts_per_env_model_axes(tmp_path):
         cells(models=("tiny-2m",))
 
 
+def test_method_choice_keeps_the_chosen_methods_own_settings(tmp_path):
+    """`--method` on a preset with per-method settings (cpu-confirm's learning rates) runs the chosen
+    methods with their own settings, and the others' entries do not stop it."""
+    def lrs(**kw):
+        spec = prepare_spec(ReproduceConfig("cpu-confirm", work_dir=tmp_path, envs=("WebShop-mini-v0",), **kw))
+        return {(c.method, c.run.seed): c.rl.lr for c in expand(spec)}
+
+    every = lrs(seeds=(101,))
+    assert len(every) == 6 and len(set(every.values())) > 1  # the preset's rates differ between methods
+    chosen = lrs(seeds=(101,), methods=("grpo", "grpo+actfocus-entropy"))
+    assert chosen == {key: lr for key, lr in every.items() if key[0] in ("grpo", "grpo+actfocus-entropy")}
+
+
 def test_paper_preset_names_what_is_missing(tmp_path):
     spec = load_sweep_spec(preset_path("paper"))
     models = hub_models(spec)
