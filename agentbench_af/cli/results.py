@@ -1,4 +1,5 @@
-"""`agentbench-af table DIR...` and `agentbench-af plot DIR...`: tables and plots from run records only.
+"""`agentbench-af table DIR...` and `agentbench-af plot DIR...`: tables and plots from run records only;
+`agentbench-af embed FILE.md`: refresh the copies of generated tables that a README holds.
 
 Outputs carry no timestamps or paths, so regenerating them from committed records is byte-identical.
 Left out: filtering records by env or method (point the commands at the folders you want).
@@ -74,3 +75,32 @@ def plot_command(
     out_dir = out or (dirs[0] if dirs[0].is_dir() else dirs[0].parent)
     written = plot_curves(curves_frame(paths), out_dir) + plot_final_bars(table, out_dir)
     typer.echo(f"wrote {len(written)} files: {', '.join(p.name for p in written)} in {out_dir}")
+
+
+@app.command("embed")
+def embed_command(
+    markdown: Path = typer.Argument(Path("README.md"), help="Markdown file holding generated blocks."),
+    check: bool = typer.Option(False, "--check", help="Change nothing; exit 1 if a copy is out of date."),
+) -> None:
+    """Rewrite every `<!-- generated: PATH -->` ... `<!-- end generated -->` block of a Markdown file with
+    the table lines of PATH (relative to the file), e.g. after `agentbench-af table` regenerated them."""
+    from agentbench_af.io import atomic_write_text
+    from agentbench_af.results.embedded_tables import embedded_tables, refresh_embedded_tables
+
+    if not markdown.is_file():
+        raise _fail(f"no such file: {markdown}")
+    text = markdown.read_text()
+    if not embedded_tables(text):
+        raise _fail(f"{markdown} holds no '<!-- generated: PATH -->' block")
+    try:
+        new_text, changed = refresh_embedded_tables(text, markdown.parent)
+    except (FileNotFoundError, ValueError) as exc:
+        raise _fail(str(exc)) from exc
+    if not changed:
+        typer.echo(f"{markdown}: every generated block is up to date")
+        return
+    if check:
+        typer.echo(f"{markdown}: out of date: {', '.join(changed)}", err=True)
+        raise typer.Exit(1)
+    atomic_write_text(markdown, new_text)
+    typer.echo(f"{markdown}: refreshed {', '.join(changed)}")

@@ -5,18 +5,17 @@ table` over them must regenerate the committed table and bottleneck files byte f
 once kept out of git by a `runs/` ignore rule while their tables were committed; this catches that.)
 """
 
-import re
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from agentbench_af.cli import app
+from agentbench_af.results.embedded_tables import embedded_tables, table_lines
 
 LEADERBOARDS = Path(__file__).resolve().parents[2] / "leaderboards"
 GENERATED = ("table.md", "gains.md", "table.csv", "table.tex", "stats.csv", "gains.csv", "bottleneck.md", "bottleneck.csv")
 README = LEADERBOARDS.parent / "README.md"
-EMBEDDED = re.compile(r"<!-- generated: (\S+) -->\n(.*?)<!-- end generated -->", re.S)
 BOARDS = sorted(p.parent for p in LEADERBOARDS.glob("*/table.md"))
 
 
@@ -47,16 +46,13 @@ def test_leaderboard_records_name_a_clean_commit(board):
     assert not dirty, f"{board.name}: records from a dirty tree: {dirty[:3]}"
 
 
-def _table_lines(text: str) -> list[str]:
-    return [line for line in text.splitlines() if line.startswith("|")]
-
-
 def test_readme_tables_are_copies_of_the_generated_files():
     """A table the README shows between `<!-- generated: FILE -->` and `<!-- end generated -->` has exactly
-    the table lines of that committed (and, above, regenerated) file: README numbers cannot drift."""
-    blocks = EMBEDDED.findall(README.read_text())
+    the table lines of that committed (and, above, regenerated) file: README numbers cannot drift
+    (`agentbench-af embed README.md` refreshes them)."""
+    blocks = embedded_tables(README.read_text())
     assert blocks, "the README embeds no generated table"
-    for path, block in blocks:
-        source = README.parent / path
-        assert source.is_file(), f"README embeds {path}, which does not exist"
-        assert _table_lines(block) == _table_lines(source.read_text()), f"README's copy of {path} differs"
+    for block in blocks:
+        source = README.parent / block.source
+        assert source.is_file(), f"README embeds {block.source}, which does not exist"
+        assert block.lines == table_lines(source.read_text()), f"README's copy of {block.source} differs"
