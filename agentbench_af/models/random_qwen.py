@@ -7,10 +7,11 @@
   wrapped as a `PreTrainedTokenizerFast` with a ChatML chat template written here in Qwen2.5's layout
   (a default system message when the conversation has none; `<|im_start|>assistant\\n` as the
   generation prompt).
-- `random_qwen2(tokenizer, hidden=128, layers=2, heads=4, kv_heads=2, seed=0)`: a `Qwen2ForCausalLM`
-  with the 0.5B model's architecture choices (biases on the q/k/v projections, grouped-query attention
+- `random_qwen2(tokenizer, hidden=128, layers=2, heads=4, kv_heads=2, seed=0, intermediate=None)`: a
+  `Qwen2ForCausalLM` with the 0.5B model's architecture choices (biases on the q/k/v projections, grouped-query attention
   with fewer key/value heads than query heads, tied input/output embeddings, RoPE base 1e6, RMSNorm
-  eps 1e-6) at a tiny size; head dim = hidden / heads (>= 32 for vLLM's CPU attention).
+  eps 1e-6) at a tiny size; head dim = hidden / heads (>= 32 for vLLM's CPU attention); the MLP width is
+  `intermediate` (default 5.5 x hidden; a real size's config value gives its exact shape).
 - `save_random_qwen2(directory, texts, ...)`: both, written with `save_pretrained` (what `model.path` and
   `reproduce --model-dir` read).
 Left out: Qwen's real vocabulary, merges and weights (the point is the architecture and the format).
@@ -57,13 +58,15 @@ def chatml_tokenizer(texts: Sequence[str], vocab_size: int = 512) -> PreTrainedT
 
 
 def random_qwen2(tokenizer, hidden: int = 128, layers: int = 2, heads: int = 4, kv_heads: int = 2,
-                 seed: int = 0) -> Qwen2ForCausalLM:
+                 seed: int = 0, intermediate: int | None = None) -> Qwen2ForCausalLM:
     """A random-weight `Qwen2ForCausalLM` for `tokenizer` (same `seed` -> same weights; the global RNG is kept)."""
     if heads % kv_heads or hidden % heads:
         raise ValueError(f"hidden {hidden} must divide by heads {heads}, and heads by kv_heads {kv_heads}")
+    if intermediate is not None and intermediate < 1:
+        raise ValueError(f"intermediate must be positive, got {intermediate}")
     vocab = max(tokenizer.get_vocab().values()) + 1
     config = Qwen2Config(
-        vocab_size=vocab, hidden_size=hidden, intermediate_size=hidden * 11 // 2, num_hidden_layers=layers,
+        vocab_size=vocab, hidden_size=hidden, intermediate_size=intermediate or hidden * 11 // 2, num_hidden_layers=layers,
         num_attention_heads=heads, num_key_value_heads=kv_heads, max_position_embeddings=32768,
         rope_theta=1_000_000.0, rms_norm_eps=1e-6, tie_word_embeddings=True, use_sliding_window=False,
         bos_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,

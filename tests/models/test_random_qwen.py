@@ -37,6 +37,10 @@ def test_architecture_is_qwen2_shaped(policy):
     assert cfg.tie_word_embeddings and lm.lm_head.weight is lm.model.embed_tokens.weight
     with pytest.raises(ValueError, match="kv_heads"):
         random_qwen2(policy.tokenizer, heads=4, kv_heads=3)
+    assert cfg.intermediate_size == 128 * 11 // 2  # the default MLP width
+    assert random_qwen2(policy.tokenizer, intermediate=96).model.layers[0].mlp.up_proj.weight.shape == (96, 128)
+    with pytest.raises(ValueError, match="intermediate must be positive"):
+        random_qwen2(policy.tokenizer, intermediate=0)
 
 
 def test_chatml_rendering_and_end_of_turn(policy):
