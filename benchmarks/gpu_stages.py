@@ -137,15 +137,12 @@ def is_oom(exc: BaseException) -> bool:
 
 
 def qwen_tokenizer(vocab: int):
-    """The ChatML tokenizer of `models.random_qwen` (512 BPE tokens) padded with unused added tokens to
-    `vocab` entries, so that the model's embedding has `vocab` rows and everything it samples decodes."""
+    """The ChatML tokenizer of `models.random_qwen` (512 BPE tokens) filled with unused entries up to `vocab`
+    ids, so that the model's embedding has `vocab` rows and everything it samples decodes."""
     from agentbench_af.models.corpus import environment_corpus
     from agentbench_af.models.random_qwen import chatml_tokenizer
 
-    tok = chatml_tokenizer(environment_corpus([ENV], 10, 0), vocab_size=min(vocab, 512))
-    if len(tok) < vocab:
-        tok.add_tokens([f"<|unused_{i}|>" for i in range(vocab - len(tok))])
-    return tok
+    return chatml_tokenizer(environment_corpus([ENV], 10, 0), vocab_size=min(vocab, 512), pad_to=vocab)
 
 
 def save_qwen(directory: Path, shape: QwenShape, tokenizer, dtype: torch.dtype = torch.bfloat16) -> tuple[Path, int]:

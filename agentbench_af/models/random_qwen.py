@@ -1,8 +1,10 @@
 """A small random-weight Qwen2 model with a ChatML tokenizer, made locally: the paper preset's path
 (Qwen2.5-Instruct) exercised end to end without downloading anything.
 
-- `chatml_tokenizer(texts, vocab_size=512)`: a byte-level BPE trained on `texts` (e.g. the environments'
-  text, `models.corpus.environment_corpus`) with Qwen's special tokens `<|endoftext|>` (padding),
+- `chatml_tokenizer(texts, vocab_size=512, pad_to=None)`: a byte-level BPE trained on `texts` (e.g. the
+  environments' text, `models.corpus.environment_corpus`), its vocabulary filled with unused entries
+  `<|unused_i|>` up to `pad_to` ids when given (151,936 is Qwen2.5's embedding: the model then has Qwen's
+  size, and every id it samples decodes; no merge produces them), with Qwen's special tokens `<|endoftext|>` (padding),
   `<|im_start|>` and `<|im_end|>` (end of every message, the assistant's end-of-turn token and EOS),
   wrapped as a `PreTrainedTokenizerFast` with a ChatML chat template written here in Qwen2.5's layout
   (a default system message when the conversation has none; `<|im_start|>assistant\\n` as the
@@ -19,6 +21,7 @@ Left out: Qwen's real vocabulary, merges and weights (the point is the architect
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -40,8 +43,8 @@ CHATML_TEMPLATE = (
 )
 
 
-def chatml_tokenizer(texts: Sequence[str], vocab_size: int = 512) -> PreTrainedTokenizerFast:
-    """A byte-level BPE on `texts` with Qwen's ChatML special tokens and chat template."""
+def chatml_tokenizer(texts: Sequence[str], vocab_size: int = 512, pad_to: int | None = None) -> PreTrainedTokenizerFast:
+    """A byte-level BPE on `texts` with Qwen's ChatML special tokens and chat template (`pad_to` ids)."""
     if not texts:
         raise ValueError("chatml_tokenizer needs at least one text")
     tok = Tokenizer(models.BPE())
@@ -50,11 +53,25 @@ def chatml_tokenizer(texts: Sequence[str], vocab_size: int = 512) -> PreTrainedT
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=[ENDOFTEXT, IM_START, IM_END],
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
     tok.train_from_iterator(list(texts), trainer)
+    if pad_to is not None:
+        tok = _pad_vocabulary(tok, pad_to)
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=IM_END, pad_token=ENDOFTEXT,
                                    extra_special_tokens=[IM_START], clean_up_tokenization_spaces=False,
                                    model_max_length=32768)
     fast.chat_template = CHATML_TEMPLATE
     return fast
+
+
+def _pad_vocabulary(tok: Tokenizer, size: int) -> Tokenizer:
+    """`tok` with unused BPE vocabulary entries appended up to `size` ids (model entries, not added tokens:
+    a tokenizer with 150k added tokens takes seconds to load)."""
+    data = json.loads(tok.to_str())
+    vocab = data["model"]["vocab"]
+    first = max(vocab.values()) + 1
+    if size < first:
+        raise ValueError(f"pad_to={size} is smaller than the trained vocabulary ({first} ids)")
+    vocab.update({f"<|unused_{i}|>": first + i for i in range(size - first)})
+    return Tokenizer.from_str(json.dumps(data))
 
 
 def random_qwen2(tokenizer, hidden: int = 128, layers: int = 2, heads: int = 4, kv_heads: int = 2,

@@ -83,3 +83,18 @@ def test_a_folder_without_weights_fails_clearly(saved, tmp_path):
         (bare / f).write_bytes((saved / f).read_bytes())
     with pytest.raises(PretrainedNotFoundError, match="has config.json but no weights .*model.safetensors"):
         Policy.load(bare)
+
+
+def test_vocabulary_filled_to_a_size():
+    """`pad_to` appends unused entries after the 512 trained ids: text encodes as before, every id decodes."""
+    from agentbench_af.models.random_qwen import chatml_tokenizer
+
+    texts = environment_corpus([ENV], 10, 0)
+    plain, padded = chatml_tokenizer(texts), chatml_tokenizer(texts, pad_to=600)
+    assert len(plain) == 512 and len(padded) == 600
+    assert padded.decode([599]) == "<|unused_87|>" and padded.decode([512]) == "<|unused_0|>"
+    assert padded("move left then up")["input_ids"] == plain("move left then up")["input_ids"]
+    assert padded.eos_token == IM_END and padded.pad_token_id == plain.pad_token_id
+    assert random_qwen2(padded).config.vocab_size == 600
+    with pytest.raises(ValueError, match="smaller than the trained vocabulary"):
+        chatml_tokenizer(texts, pad_to=100)
