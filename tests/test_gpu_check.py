@@ -65,8 +65,8 @@ def test_unknown_stage_is_refused(tmp_path):
 
 
 def test_budget_skips_what_does_not_fit(tmp_path):
-    assert gpu_check.main(["--out", str(tmp_path), "--device", "cpu", "--tiny", "--stages", "device",
-                           "--budget-s", "5"]) == 1
+    assert gpu_check.main(["--out", str(tmp_path), "--work", str(tmp_path / "work"), "--device", "cpu", "--tiny",
+                           "--stages", "device", "--budget-s", "5"]) == 1
     report = json.loads((tmp_path / "gpu_check.json").read_text())
     assert [s["status"] for s in report["stages"]] == ["skipped"]
     assert "rerun with --stages device" in report["stages"][0]["error"]
