@@ -37,6 +37,10 @@ def test_architecture_is_qwen2_shaped(policy):
     assert cfg.tie_word_embeddings and lm.lm_head.weight is lm.model.embed_tokens.weight
     with pytest.raises(ValueError, match="kv_heads"):
         random_qwen2(policy.tokenizer, heads=4, kv_heads=3)
+    assert cfg.intermediate_size == 128 * 11 // 2  # the default MLP width
+    assert random_qwen2(policy.tokenizer, intermediate=96).model.layers[0].mlp.up_proj.weight.shape == (96, 128)
+    with pytest.raises(ValueError, match="intermediate must be positive"):
+        random_qwen2(policy.tokenizer, intermediate=0)
 
 
 def test_chatml_rendering_and_end_of_turn(policy):
@@ -79,3 +83,18 @@ def test_a_folder_without_weights_fails_clearly(saved, tmp_path):
         (bare / f).write_bytes((saved / f).read_bytes())
     with pytest.raises(PretrainedNotFoundError, match="has config.json but no weights .*model.safetensors"):
         Policy.load(bare)
+
+
+def test_vocabulary_filled_to_a_size():
+    """`pad_to` appends unused entries after the 512 trained ids: text encodes as before, every id decodes."""
+    from agentbench_af.models.random_qwen import chatml_tokenizer
+
+    texts = environment_corpus([ENV], 10, 0)
+    plain, padded = chatml_tokenizer(texts), chatml_tokenizer(texts, pad_to=600)
+    assert len(plain) == 512 and len(padded) == 600
+    assert padded.decode([599]) == "<|unused_87|>" and padded.decode([512]) == "<|unused_0|>"
+    assert padded("move left then up")["input_ids"] == plain("move left then up")["input_ids"]
+    assert padded.eos_token == IM_END and padded.pad_token_id == plain.pad_token_id
+    assert random_qwen2(padded).config.vocab_size == 600
+    with pytest.raises(ValueError, match="smaller than the trained vocabulary"):
+        chatml_tokenizer(texts, pad_to=100)
