@@ -48,7 +48,7 @@ def _coerce(value: Any, hint: Any, key: str) -> Any:
         if value not in get_args(hint):
             raise ConfigError(f"{key}: {value!r} is not one of {list(get_args(hint))}")
         return value
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         if isinstance(value, hint):
             return value
         if not isinstance(value, dict):

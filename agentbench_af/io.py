@@ -73,7 +73,7 @@ def make_dirs(path: str | Path) -> Path:
     return path
 
 
-def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
+def atomic_write(path: str | Path, write: Callable[[Path], object]) -> Path:
     """Call `write(tmp_path)` on a temporary file beside `path`, fsync it, then rename it over `path`."""
     path = Path(path)
     make_dirs(path.parent)

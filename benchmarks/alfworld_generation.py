@@ -23,10 +23,10 @@ import typer
 from tabulate import tabulate
 
 from agentbench_af.api import make
-from agentbench_af.api.parse import format_response
 from agentbench_af.environments.alfworld.game import PddlGame
 from agentbench_af.environments.alfworld.generator import generate_game, get_game_file
 from agentbench_af.environments.alfworld.variants import TASK_TYPES
+from agentbench_af.formats.parse import format_response
 
 app = typer.Typer(add_completion=False)
 

@@ -34,9 +34,9 @@ from tabulate import tabulate
 
 import agentbench_af
 from agentbench_af.rollout.collect import collect_rollouts
-from agentbench_af.rollout.engine import SamplingParams, TransformersEngine
+from agentbench_af.rollout.engine import TransformersEngine
 from agentbench_af.rollout.seeds import draw_train_seeds
-from agentbench_af.rollout.types import RolloutConfig
+from agentbench_af.rollout.types import RolloutConfig, SamplingParams
 
 
 def collect(engine, policy, env_id, seeds, cfg, seed: int) -> Measurement:

@@ -47,7 +47,7 @@ import typer
 from tabulate import tabulate
 
 import agentbench_af
-from agentbench_af.formats.prompts import system_prompt, turn_message
+from agentbench_af.formats.prompts import turn_message
 from agentbench_af.models.policy import Policy
 from agentbench_af.results.record import git_commit
 from agentbench_af.rollout.collect import collect_rollouts
@@ -107,7 +107,7 @@ def prompt_rows(cfg: TrainConfig) -> tuple[list[int], list[dict]]:
     for seed in seeds:
         obs, _ = env.reset(seed=seed)
         message = turn_message(obs, 1, env.actions_left, env.variant.max_actions_per_turn)
-        rows.append({"prompt": [{"role": "system", "content": system_prompt(env)}, {"role": "user", "content": message}],
+        rows.append({"prompt": [{"role": "system", "content": env.system_prompt()}, {"role": "user", "content": message}],
                      "seed": seed})
     return seeds, rows
 

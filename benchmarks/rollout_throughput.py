@@ -29,12 +29,12 @@ import typer
 from tabulate import tabulate
 
 import agentbench_af
-from agentbench_af.formats.prompts import system_prompt, turn_message
+from agentbench_af.formats.prompts import turn_message
 from agentbench_af.models.policy import Policy, build_policy
 from agentbench_af.rollout.collect import build_context, collect_rollouts
-from agentbench_af.rollout.engine import SamplingParams, TransformersEngine
+from agentbench_af.rollout.engine import TransformersEngine
 from agentbench_af.rollout.seeds import draw_train_seeds
-from agentbench_af.rollout.types import RolloutConfig, Trajectory
+from agentbench_af.rollout.types import RolloutConfig, SamplingParams, Trajectory
 from agentbench_af.train.config import EnvConfig, ModelConfig, SFTConfig, TrainConfig
 from agentbench_af.train.sft import sft_warm_start
 
@@ -84,7 +84,7 @@ def first_turn_prompts(policy: Policy, env_id: str, seeds: list[int], cfg: Rollo
     prompts = []
     for seed in seeds:
         obs, _ = env.reset(seed=seed)
-        traj = Trajectory(env_id, seed, 0, system_prompt(env))
+        traj = Trajectory(env_id, seed, 0, env.system_prompt())
         message = turn_message(obs, 1, env.actions_left, env.variant.max_actions_per_turn)
         prompts += [build_context(policy.chat, traj, message, cfg)] * cfg.group_size
     return prompts

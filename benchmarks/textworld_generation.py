@@ -19,8 +19,8 @@ import typer
 from tabulate import tabulate
 
 from agentbench_af.api import list_envs, make
-from agentbench_af.api.parse import format_response
 from agentbench_af.environments.textworld.generator import cached_meta, game_dir, get_game_file
+from agentbench_af.formats.parse import format_response
 
 app = typer.Typer(add_completion=False)
 

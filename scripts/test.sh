@@ -18,6 +18,8 @@ if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = "0" ] && command -v a
   (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || echo "warning: could not install chromium"
 fi
 python -m ruff check .
+# the type checker on the package (settings: pyproject.toml's [tool.mypy])
+python -m mypy
 # one pytest worker per core (pytest-xdist, work stealing); TEST_WORKERS=0 runs everything in this process
 python -m pytest -q -m "not slow and not vllm" -n "${TEST_WORKERS:-auto}" --dist worksteal "$@" || [ $? -eq 5 ]
 # the vLLM engine tests in one plain process, one engine at a time (each engine reserves part of the RAM)

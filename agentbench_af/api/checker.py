@@ -28,9 +28,9 @@ from typing import Any
 
 from agentbench_af.api.env import TextEnv
 from agentbench_af.api.malformed import malformed_responses, prefix_then_unknown
-from agentbench_af.api.parse import format_response
 from agentbench_af.api.registry import DataUnavailable, make
-from agentbench_af.api.types import REQUIRED_STEP_KEYS, ExpertTurn
+from agentbench_af.api.types import REQUIRED_STEP_KEYS, ExpertTurn, StepInfo
+from agentbench_af.formats.parse import format_response
 
 _OPTIONAL_KEY_TYPES: dict[str, type] = {"invalid_reason": str, "turn": int, "actions_left": int, "seed": int}
 _NON_TEXT_INPUTS: tuple[object, ...] = (None, b"<answer>Up</answer>", 42, ["<answer>Up</answer>"])
@@ -76,7 +76,8 @@ def expert_response(turn: ExpertTurn) -> str:
 def expert_episode(env: TextEnv, seed: int) -> tuple[bool, float, int, list[ExpertTurn]]:
     """Play one episode with the expert: (success, total reward, turns, the expert's turns)."""
     env.reset(seed=seed)
-    total, turns, done, info = 0.0, [], False, {}
+    total, turns, done = 0.0, [], False
+    info: StepInfo = {}
     while not done:
         turn = env.expert_turn()
         turns.append(turn)
@@ -223,11 +224,12 @@ class _Checker:
 
     def expert_valid(self) -> None:
         env, v = self.env, self.env.variant
-        successes, words = 0, set()
+        successes, words = 0, set[str]()
         for s in self.seeds:
             self.reset(s)
             words.update(env.admissible_actions() or ())
-            done, info = False, {}
+            done = False
+            info: dict[str, Any] = {}
             while not done:
                 turn = self.expert()
                 if not isinstance(turn, ExpertTurn) or not 1 <= len(turn.actions) <= v.max_actions_per_turn:

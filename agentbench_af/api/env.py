@@ -15,9 +15,10 @@ from typing import Any, ClassVar, Generic, TypeVar
 import gymnasium as gym
 import numpy as np
 
-from agentbench_af.api.parse import parse_response
 from agentbench_af.api.spaces import TextSpace
 from agentbench_af.api.types import ActionOutcome, ExpertTurn, StepInfo, Variant
+from agentbench_af.formats import prompts
+from agentbench_af.formats.parse import parse_response
 
 V = TypeVar("V", bound=Variant)
 
@@ -25,7 +26,7 @@ V = TypeVar("V", bound=Variant)
 class TextEnv(gym.Env[str, str], ABC, Generic[V]):
     """A multi-turn text environment. `step(text)` takes the model's whole response for one turn."""
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"]}
+    metadata: dict[str, Any] = {"render_modes": ["ansi"]}  # an instance variable in gymnasium.Env
     #: one-line description shown by `agentbench-af envs`
     description: ClassVar[str] = ""
     #: the action words (or forms) shown in the system prompt
@@ -72,12 +73,20 @@ class TextEnv(gym.Env[str, str], ABC, Generic[V]):
     def rules(cls, variant: Variant) -> str:
         """Rules, symbols and action words for the system prompt."""
 
+    def system_prompt(self) -> str:
+        """The system prompt of this instance: its rules for its variant, the answer format, the action limit."""
+        return prompts.system_prompt(self.rules(self.variant), self.variant.max_actions_per_turn)
+
     def admissible_actions(self) -> list[str] | None:
         """Actions that are valid now, for environments that list them (None: not listed)."""
         return None
 
     # ----------------------------------------------------------------- Gymnasium contract
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, StepInfo]:
+    # StepInfo is a TypedDict (a dict at run time), which mypy does not count as the dict[str, Any] of
+    # gymnasium.Env's signatures: the two overrides below are otherwise exact
+    def reset(  # type: ignore[override]
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, StepInfo]:
         super().reset(seed=seed)
         if seed is None:
             lo, hi = self.variant.train_seeds
@@ -100,7 +109,7 @@ class TextEnv(gym.Env[str, str], ABC, Generic[V]):
         self._add_admissible(info)
         return self._observation(feedback=""), info
 
-    def step(self, action: str) -> tuple[str, float, bool, bool, StepInfo]:
+    def step(self, action: str) -> tuple[str, float, bool, bool, StepInfo]:  # type: ignore[override]
         if not self._started:
             raise RuntimeError("call reset() before step()")
         v = self.variant

@@ -17,7 +17,7 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from agentbench_af.api.parse import ACTION_SEPARATOR, MAX_PARSE_CHARS
+from agentbench_af.formats.parse import ACTION_SEPARATOR, MAX_PARSE_CHARS
 
 HUGE_CHARS = 10 * 1024 * 1024  # the one ~10 MB response of a corpus
 

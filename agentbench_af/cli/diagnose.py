@@ -92,7 +92,7 @@ def diagnose_command(
     group: int = typer.Option(None, "--group", help="Rollouts per group (default: the run's group size, else 8)."),
     temperature: float = typer.Option(None, "--temperature", help="Sampling temperature (default: the run's, else 1)."),
     ref: Path = typer.Option(None, "--ref", help="A reference model directory: adds the `ref` energy."),
-    out: Path = typer.Option(None, "--out", help="Output folder (default: RUN_DIR/diagnose or ./diagnose-<env>)."),
+    out: Path | None = typer.Option(None, "--out", help="Output folder (default: RUN_DIR/diagnose or ./diagnose-<env>)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the sampled seeds and of sampling."),
     fresh: bool = typer.Option(False, "--fresh", help="Sample from RUN_DIR's final_policy even if it saved rollouts."),
     device: str = typer.Option("auto", "--device", help="cpu, cuda or auto."),

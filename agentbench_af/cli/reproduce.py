@@ -29,7 +29,7 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
 @app.command("reproduce")
 def reproduce_command(
     preset: str = typer.Option("cpu-quick", "--preset", help="A preset name (see --list) or a sweep spec YAML path."),
-    out: Path = typer.Option(None, "--out", help="Leaderboard folder (default: leaderboards/<preset>)."),
+    out: Path | None = typer.Option(None, "--out", help="Leaderboard folder (default: leaderboards/<preset>)."),
     work_dir: Path = typer.Option(None, "--work-dir", help="Checkpoints and policies (default: runs/reproduce/<preset>)."),
     model_dir: Path = typer.Option(None, "--model-dir", help="Folder with one sub-folder per Hugging Face model (paper preset)."),
     envs: list[str] = typer.Option([], "--env", help="Run only this environment of the preset (repeatable)."),

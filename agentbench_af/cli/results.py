@@ -41,7 +41,7 @@ def _load(dirs: list[Path]):
 @app.command("table")
 def table_command(
     dirs: list[Path] = typer.Argument(..., help="Folders (searched recursively) or record.json files."),
-    out: Path = typer.Option(None, "--out", help="Output folder (default: the first DIR)."),
+    out: Path | None = typer.Option(None, "--out", help="Output folder (default: the first DIR)."),
     fmt: str = typer.Option("all", "--format", help="md, csv, tex or all."),
 ) -> None:
     """Final-step success table (mean ± SE over seeds) from run records: table.md / .csv / .tex, and the
@@ -66,7 +66,7 @@ def table_command(
 @app.command("plot")
 def plot_command(
     dirs: list[Path] = typer.Argument(..., help="Folders (searched recursively) or record.json files."),
-    out: Path = typer.Option(None, "--out", help="Output folder (default: the first DIR)."),
+    out: Path | None = typer.Option(None, "--out", help="Output folder (default: the first DIR)."),
 ) -> None:
     """Success curves per environment (curve-<env>.png/svg) and final-step bars (final-success.png/svg)."""
     from agentbench_af.results.plots import curves_frame, plot_curves, plot_final_bars

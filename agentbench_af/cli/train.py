@@ -29,7 +29,7 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
 
 @app.command("train", context_settings={"allow_extra_args": False})
 def train_command(
-    config: Path = typer.Argument(None, help="YAML config (see baselines/). Omit to use the defaults."),
+    config: Path | None = typer.Argument(None, help="YAML config (see baselines/). Omit to use the defaults."),
     overrides: list[str] = typer.Argument(None, help="Overrides such as rl.steps=10 env.id=Sokoban-6x6-1box-v0."),
     resume: bool = typer.Option(False, "--resume", help="Continue a killed run from its last checkpoint."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Empty the run folder first (its files are lost)."),

@@ -100,8 +100,12 @@ def verify_command(
     typer.echo(f"verify {leaderboard}: {len(chosen)} of {len(all_cells)} cells ({picked}); work folder {work}")
     try:
         with tqdm(total=len(chosen), desc="verify", unit="cell", disable=quiet) as bar:
-            checks = verify_cells(chosen, work, backend, workers,
-                                  progress=lambda name, n: (bar.update(n), bar.set_postfix_str(name, refresh=True)))
+
+            def show(name: str, n: int) -> None:
+                bar.update(n)
+                bar.set_postfix_str(name, refresh=True)
+
+            checks = verify_cells(chosen, work, backend, workers, progress=show)
     finally:
         if remove:
             shutil.rmtree(work, ignore_errors=True)

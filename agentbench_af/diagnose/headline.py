@@ -229,6 +229,7 @@ def compute_headline(batch: RolloutBatch, lm: nn.Module | None, temperature: flo
     rng = np.random.default_rng(seed)
     groups, shuffled = [], np.zeros((shuffles, len(measured), len(SIGNAL_ROLES)))  # (P, Gm, 2)
     for j, g in enumerate(measured):
+        assert lm is not None  # `measured` is empty without a policy
         sig, grams, adv = _group_signal(lm, batch, grp, g, temperature, device, format_role)
         groups.append(sig)
         for p in range(shuffles):

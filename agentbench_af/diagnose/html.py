@@ -134,7 +134,7 @@ def _sample_html(batch: RolloutBatch, c: torch.Tensor, b: int, texts: list[str],
     turn_of = _turn_of_positions(gen, turns)
     blocks, pos = [], 0
     while pos < length:
-        turn, parts, prompt = turn_of[pos], [], []
+        turn, parts, prompt = turn_of[pos], [], list[str]()
         while pos < length and turn_of[pos] == turn:
             if gen[pos]:
                 if prompt:

@@ -52,7 +52,7 @@ class SampleSpec:
 
 
 def sample_batch(policy: Policy, spec: SampleSpec, device: torch.device | str = "cpu",
-                 ref_lm: nn.Module | None = None, progress: Callable[[int], None] | None = None) -> RolloutBatch:
+                 ref_lm: nn.Module | None = None, progress: Callable[[int], object] | None = None) -> RolloutBatch:
     """Grouped rollouts of `policy` (already on `device`), with old log-probs, entropies and, given
     `ref_lm`, reference log-probs. `progress(n)` is called after each turn with the turns just taken."""
     env = agentbench_af.make(spec.env_id, **spec.env_kwargs)

@@ -1,8 +1,9 @@
 """The RAGEN-style prompts: one system prompt per environment and one user message per turn.
 
-- `system_prompt(env)`: the environment's rules (`type(env).rules(env.variant)`), the answer format
+- `system_prompt(rules, max_actions_per_turn)`: an environment's rules for its variant, the answer format
   `<think> [your thoughts] </think> <answer> [your answer] </answer>`, and the per-turn action limit
-  with the `||` separator.
+  with the `||` separator. It takes the text and the one number it shows, not an environment: `formats`
+  sits below `api` (`api.env.TextEnv.system_prompt()` calls it with the instance's rules and variant).
 - `turn_message(obs, turn, actions_left, max_actions_per_turn)`: `Turn k:`, the observation, and how
   many actions are left (in the episode, and at most how many this turn).
 
@@ -12,8 +13,7 @@ response-length hint, and any chat-template markup (that is `formats.chat`'s job
 
 from __future__ import annotations
 
-from agentbench_af.api.env import TextEnv
-from agentbench_af.api.parse import ACTION_SEPARATOR, ANSWER_CLOSE, ANSWER_OPEN, THINK_CLOSE, THINK_OPEN
+from agentbench_af.formats.parse import ACTION_SEPARATOR, ANSWER_CLOSE, ANSWER_OPEN, THINK_CLOSE, THINK_OPEN
 
 ANSWER_FORMAT = f"{THINK_OPEN} [your thoughts] {THINK_CLOSE} {ANSWER_OPEN} [your answer] {ANSWER_CLOSE}"
 
@@ -24,17 +24,13 @@ def _limit_line(max_actions_per_turn: int) -> str:
     return f"Give up to {max_actions_per_turn} actions per turn, separated by {ACTION_SEPARATOR}."
 
 
-def system_prompt(env: TextEnv | str) -> str:
-    """The system prompt for an environment instance (or a registered id, which is built first)."""
-    if isinstance(env, str):
-        from agentbench_af.api.registry import make
-
-        env = make(env)
-    if not isinstance(env, TextEnv):
-        raise TypeError(f"system_prompt needs a TextEnv or an environment id, got {type(env).__name__}")
-    variant = env.variant
-    rules = type(env).rules(variant).strip()
-    return f"{rules}\nAnswer format: {ANSWER_FORMAT}\n{_limit_line(variant.max_actions_per_turn)}"
+def system_prompt(rules: str, max_actions_per_turn: int) -> str:
+    """The system prompt: `rules` (an environment's `rules(variant)`), the answer format, the action limit."""
+    if not isinstance(rules, str) or not rules.strip():
+        raise ValueError(f"system_prompt needs the environment's rules as non-empty text, got {rules!r}")
+    if isinstance(max_actions_per_turn, bool) or not isinstance(max_actions_per_turn, int) or max_actions_per_turn < 1:
+        raise ValueError(f"max_actions_per_turn must be an integer >= 1, got {max_actions_per_turn!r}")
+    return f"{rules.strip()}\nAnswer format: {ANSWER_FORMAT}\n{_limit_line(max_actions_per_turn)}"
 
 
 def turn_message(obs: str, turn: int, actions_left: int, max_actions_per_turn: int) -> str:

@@ -11,7 +11,7 @@ generated id (one turn's response, end-of-turn id included) as reasoning, action
    U+FFFD held back; (c) exact: where the decode of each prefix stops agreeing with the full text.
    An id ending inside a character gets an empty piece; the id completing it gets the character.
    Special ids (end-of-turn, padding, chat markers) get empty pieces and are always `format`.
-2. `api.parse.find_spans` on `prompt_prefix + text` (the prefix is text forced into the prompt, such
+2. `formats.parse.find_spans` on `prompt_prefix + text` (the prefix is text forced into the prompt, such
    as "<think>", so a response that starts inside the reasoning span is read correctly).
 3. Each id gets the role of the span holding most of its characters: inside `<think>..</think>` ->
    reasoning, inside `<answer>..</answer>` -> action, tag characters and anything outside -> format.
@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from enum import IntEnum
 from typing import Any
 
-from agentbench_af.api.parse import Span, find_spans
+from agentbench_af.formats.parse import Span, find_spans
 
 
 class Role(IntEnum):
@@ -96,7 +96,7 @@ class _Detokenizer:
                 j += 1
             pieces[i:j] = self.run_pieces(ids[i:j])
             i = j
-        return pieces  # type: ignore[return-value]
+        return pieces  # type: ignore[return-value]  # the loop above replaced every None
 
 
     def run_pieces(self, run: list[int]) -> list[str]:
@@ -159,13 +159,13 @@ def _text_pieces(ids: list[int], dt: _Detokenizer) -> list[str]:
     if not ids:
         return []
     full = dt.decode(ids)
-    pieces: list[str] | None = dt.cached_pieces(ids)
+    pieces = dt.cached_pieces(ids)
     if "".join(pieces) == full:
         return pieces
     if _REPLACEMENT not in full:  # the windowed tier guesses where a never-completed byte's U+FFFD goes
-        pieces = _pieces_windowed(ids, dt)
-        if pieces is not None and "".join(pieces) == full:
-            return pieces
+        windowed = _pieces_windowed(ids, dt)
+        if windowed is not None and "".join(windowed) == full:
+            return windowed
     return _pieces_exact(ids, dt, full)
 
 

@@ -2,7 +2,7 @@
 
 - `expert_demonstrations(env_id, seeds) -> list[Demonstration]`: one expert episode per seed, each a
   system prompt and `(user message, response text)` pairs, rendered with `formats.prompts` and
-  `api.parse.format_response` exactly as the rollout collector renders them.
+  `formats.parse.format_response` exactly as the rollout collector renders them.
 - `environment_corpus(env_ids, episodes_per_env, seed, env_kwargs) -> list[str]`: the system prompts,
   turn messages and expert responses of `episodes_per_env` episodes per environment (seeds drawn from
   the variant's training range), plus the feedback lines of a few invalid turns, so the tokenizer sees
@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from agentbench_af.api.parse import format_response
 from agentbench_af.api.registry import make
-from agentbench_af.formats.prompts import system_prompt, turn_message
+from agentbench_af.formats.parse import format_response
+from agentbench_af.formats.prompts import turn_message
 
 #: responses played once per environment so the corpus holds the feedback of invalid turns
 INVALID_RESPONSES = ("", "<think>?</think><answer>Jump</answer>", "<answer>a || b || c || d || e</answer>")
@@ -54,7 +54,7 @@ def expert_demonstration(env_id: str, seed: int, **env_kwargs) -> Demonstration:
     """Play the environment's expert from `reset(seed=seed)` to the end of the episode."""
     env = make(env_id, **env_kwargs)
     obs, _ = env.reset(seed=int(seed))
-    system = system_prompt(env)
+    system = env.system_prompt()
     turns: list[tuple[str, str]] = []
     total, success, done = 0.0, False, False
     while not done:

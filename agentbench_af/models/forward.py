@@ -44,7 +44,7 @@ def token_stats(
     position_ids = (mask.cumsum(-1) - 1).clamp(min=0)  # (B, T); right padding keeps positions 0..n-1
     cols = _logit_columns(lm, response_mask)  # (K,) or None: every position
     shared = None
-    if cols is not None and value_head is None and cols.numel():
+    if cols is not None and response_mask is not None and value_head is None and cols.numel():
         shared = shared_prefix_logits(lm, input_ids, mask, position_ids, cols, response_mask)  # (B, K, V) or None
     if shared is not None:
         out = None
@@ -72,6 +72,7 @@ def token_stats(
         entropy = _place(ent, cols, input_ids.shape[1])  # (B, T)
     values = None
     if value_head is not None:
+        assert out is not None  # a value head turns the shared-prefix path off
         hidden = out.hidden_states[-1]  # (B, T, H)
         if detach_value_input:
             hidden = hidden.detach()
@@ -125,6 +126,7 @@ def score_batch(
     old_lp, entropy, values = token_stats(lm, b.input_ids, b.attention_mask, max(temperature, 1e-6),
                                           value_head=value_head,
                                           response_mask=b.response_mask)  # (B, T), (B, T), (B, T) or None
+    assert entropy is not None  # token_stats computes it unless with_entropy=False
     if critic is not None:
         values = critic(b.input_ids, b.attention_mask)  # (B, T)
     updates = {"old_logprobs": (old_lp * b.response_mask).cpu(), "entropy": (entropy * b.response_mask).cpu()}  # (B, T) each

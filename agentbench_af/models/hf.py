@@ -70,5 +70,5 @@ def load_pretrained(
     if not getattr(tokenizer, "chat_template", None):
         raise ValueError(f"{name!r} has no chat template; use an instruct model or set tokenizer.chat_template")
     if device is not None:
-        model = model.to(device)
+        model = model.to(device)  # type: ignore[arg-type]  # transformers types its wrapped `to` oddly
     return model.eval(), tokenizer

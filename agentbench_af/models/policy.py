@@ -46,14 +46,14 @@ class Policy:
 
     def ensure_value_head(self, seed: int = 0) -> ValueHead:
         if self.value_head is None:
-            hidden = int(self.lm.config.hidden_size)
+            hidden = int(self.lm.config.hidden_size)  # type: ignore[union-attr, arg-type]  # an HF model's config
             device = next(self.lm.parameters()).device
             self.value_head = ValueHead(hidden, seed=seed).to(device)
         return self.value_head
 
     def save(self, path: str | Path) -> Path:
         """Write model, tokenizer, value head and metadata into `path` (a directory)."""
-        path = save_policy(path, self.lm, self.tokenizer, self.value_head)
+        path = save_policy(path, self.lm, self.tokenizer, self.value_head)  # type: ignore[arg-type]  # an HF model
         atomic_write_json(path / "policy.json", {"name": self.name, "num_params": self.num_params})
         return path
 

@@ -82,7 +82,8 @@ def random_qwen2(tokenizer, hidden: int = 128, layers: int = 2, heads: int = 4, 
     if intermediate is not None and intermediate < 1:
         raise ValueError(f"intermediate must be positive, got {intermediate}")
     vocab = max(tokenizer.get_vocab().values()) + 1
-    config = Qwen2Config(
+    # rope_theta: transformers 5 takes it through **kwargs into `rope_parameters` (its signature omits it); 4.x names it
+    config = Qwen2Config(  # type: ignore[call-arg]
         vocab_size=vocab, hidden_size=hidden, intermediate_size=intermediate or hidden * 11 // 2, num_hidden_layers=layers,
         num_attention_heads=heads, num_key_value_heads=kv_heads, max_position_embeddings=32768,
         rope_theta=1_000_000.0, rms_norm_eps=1e-6, tie_word_embeddings=True, use_sliding_window=False,

@@ -26,8 +26,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from agentbench_af.results.table import cell_stats, method_sort_key
+from agentbench_af.results.table import cell_stats
 from agentbench_af.results.table_files import write_table_files
+from agentbench_af.results.table_text import method_sort_key, ratio_cell
 
 WARM = "warm start"
 SOURCE_ORDER = ["old", "entropy", "ref"]
@@ -83,19 +84,12 @@ def headline_frame(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
-def _fmt(mean: float, se: float, n: int) -> str:
-    if n == 0:
-        return "–"
-    se_txt = f" ± {se:.2f}" if n > 1 and not math.isnan(se) else ""
-    return f"{mean:.2f}{se_txt} ({n})"
-
-
 def _source_key(source: str) -> tuple[int, str]:
     return (SOURCE_ORDER.index(source) if source in SOURCE_ORDER else len(SOURCE_ORDER), source)
 
 
-def _column_key(column: str) -> tuple[int, tuple[int, str]]:
-    return (0, (0, "")) if column == WARM else (1, method_sort_key(column))
+def _column_key(column: str) -> tuple[int, tuple[int, str, str]]:
+    return (0, (0, "", "")) if column == WARM else (1, method_sort_key(column))
 
 
 def _sorted_stats(stats: pd.DataFrame) -> pd.DataFrame:
@@ -112,7 +106,7 @@ def _headline_cell(r) -> str:
     if r.n == 1 and not math.isnan(r.ci_low):
         head = f"{r.mean:.2f} [{r.ci_low:.2f}, {r.ci_high:.2f}] (1)"
     else:
-        head = _fmt(r.mean, r.se, r.n)
+        head = ratio_cell(r.mean, r.se, r.n)
     null = "" if math.isnan(r.null) else f"; null {r.null:.2f}"
     return f"{head}{null}; above null {r.above}/{r.with_ci}"
 
@@ -175,7 +169,7 @@ def build_bottleneck_table(df: pd.DataFrame) -> BottleneckTable | None:
 
     def cell_text(r) -> str:  # with a headline, the secondary ratio is shown beside its null
         null = "" if headline is None or r.n == 0 or math.isnan(r.null) else f"; null {r.null:.2f}"
-        return _fmt(r.mean, r.se, r.n) + null
+        return ratio_cell(r.mean, r.se, r.n) + null
 
     grid_rows = []
     for (source, env, model), part in stats.groupby(["source", "env", "model"], sort=False):

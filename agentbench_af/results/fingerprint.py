@@ -109,7 +109,7 @@ def class_differences(a: dict[str, Any] | None, b: dict[str, Any] | None) -> lis
     missing (unknown). An empty list means the same class."""
     if not a or not b:
         return None
-    fields = CLASS_FIELDS.get(a.get("device"), CLASS_FIELDS["cpu"]) if a.get("device") == b.get("device") else ("device",)
+    fields = CLASS_FIELDS.get(str(a.get("device")), CLASS_FIELDS["cpu"]) if a.get("device") == b.get("device") else ("device",)
     return [f"{f} {a.get(f)} vs {b.get(f)}" for f in fields if a.get(f) != b.get(f)]
 
 

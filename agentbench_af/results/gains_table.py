@@ -4,33 +4,50 @@ One row per (environment, model, success measure), the warm start's success, the
 reweighting vs its base method (e.g. `grpo+actfocus vs grpo`): the paired gain as in `table.md`'s gain rows
 (mean ± paired SE in points, n pairs, seeds won/lost, sign-test p) followed by the verdict of the
 confirmatory rule (**better** / **worse** where p < SIGN_TEST_ALPHA in the mean's direction, else n.d.).
-Generated from a SuccessTable only. Left out: each method's own success (`table.md`) and the diagnostic
-(`bottleneck.md`).
+Generated from a `results.table.SuccessTable` only, read through `GainsSource` (the three frames it
+needs), so this module sits below `results.table`, which writes `gains.md` with it. Left out: each
+method's own success (`table.md`) and the diagnostic (`bottleneck.md`).
 """
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import pandas as pd
 
-from agentbench_af.results.table import SIGN_TEST_ALPHA, SuccessTable, _fmt, _gain_text, method_sort_key
+from agentbench_af.results.paired import SIGN_TEST_ALPHA
+from agentbench_af.results.table_text import gain_text, method_sort_key, percent_cell
 
 MEASURES = {"final_success": "sampled", "final_greedy": "greedy"}  # gains.csv metric -> row label
+
+
+class GainsSource(Protocol):
+    """What this module reads of a `SuccessTable`: its gains, warm-start and per-cell statistics frames."""
+
+    @property
+    def gains(self) -> pd.DataFrame: ...
+
+    @property
+    def warm(self) -> pd.DataFrame: ...
+
+    @property
+    def stats(self) -> pd.DataFrame: ...
 
 
 def _verdict_mark(verdict: str) -> str:
     return {"better": "**better**", "worse": "**worse**"}.get(verdict, "n.d.")
 
 
-def gains_frame(table: SuccessTable) -> pd.DataFrame:
+def gains_frame(table: GainsSource) -> pd.DataFrame:
     """The display grid: index (env, model, measure), columns "warm start" then each comparison."""
     g = table.gains
     if g.empty:
         return pd.DataFrame()
     g = g.assign(comparison=g["method"] + " vs " + g["base"],
-                 text=[f"{_gain_text(r)} {_verdict_mark(r['verdict'])}" for r in g.to_dict("records")])
+                 text=[f"{gain_text(r)} {_verdict_mark(r['verdict'])}" for r in g.to_dict("records")])
     comparisons = sorted(g["comparison"].unique(), key=lambda c: method_sort_key(c.split(" vs ")[0]))
     grid = g.pivot(index=["env", "model", "metric"], columns="comparison", values="text")[comparisons].fillna("")
-    warm = {(r["env"], r["model"], r["metric"]): _fmt(r["mean"], r["se"], r["n"])
+    warm = {(r["env"], r["model"], r["metric"]): percent_cell(r["mean"], r["se"], r["n"])
             for r in table.warm.to_dict("records")}
     grid.insert(0, "warm start", [warm.get(key, "") for key in grid.index])
     params = table.stats.groupby("model")["model_params"].max().to_dict()
@@ -42,7 +59,7 @@ def gains_frame(table: SuccessTable) -> pd.DataFrame:
     return grid
 
 
-def to_markdown(table: SuccessTable) -> str:
+def to_markdown(table: GainsSource) -> str:
     grid = gains_frame(table).reset_index()
     return "\n".join([
         "# Paired gains over the base method (points of final-step success)", "",

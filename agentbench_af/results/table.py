@@ -8,9 +8,9 @@ differ in anything but the seed) become separate rows labelled with their hash. 
 listed in the notes, never averaged. SE is the sample standard deviation / sqrt(n) (blank for n = 1).
 Gain rows are paired: per seed (the methods of a seed share one warm start) the method's success minus
 its base's, then the mean, its SE (sd of the differences / sqrt(n)), wins and losses (ties: |d| < 1e-9)
-and the two-sided sign test's p (scipy.stats.binomtest on the non-tied seeds); `gains.csv` holds them
-in long form with a `verdict` per comparison at the sign test's level SIGN_TEST_ALPHA (the confirmatory
-presets' rule: "better" or "worse" where p < 0.05 in that direction, else "not distinguished").
+and the two-sided sign test's p (`results.paired`); `gains.csv` holds them in long form with a `verdict`
+per comparison (the confirmatory presets' rule: "better" or "worse" where p < 0.05 in that direction,
+else "not distinguished"), and `gains.md` shows them on one screen (`results.gains_table`).
 Records made with `eval.also_greedy` add a `<env> greedy` column of greedy success.
 Left out: corrections for multiple comparisons (the table shows every cell; readers weigh them).
 """
@@ -22,21 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
-from scipy.stats import binomtest
 
-from agentbench_af.credit import method_names
+from agentbench_af.results import gains_table
+from agentbench_af.results.paired import paired_gain
 from agentbench_af.results.table_files import write_table_files
+from agentbench_af.results.table_text import gain_text, method_sort_key, percent_cell
 
 PROTOCOL_FIELDS = ["eval_episodes", "eval_temperature", "sft_steps", "rl_steps", "prompts_per_step", "group_size",
                    "max_turns", "context_mode", "catalogue"]
-
-
-def method_sort_key(method: str) -> tuple[int, str, str]:
-    """Rows follow the credit registry's estimator order (built-ins, then plugins), then the weighting;
-    a base no loaded module registers (a record from an absent plugin) comes last, by name."""
-    order = method_names()
-    base, _, weighting = method.partition("+")
-    return (order.index(base) if base in order else len(order), base if base not in order else "", weighting)
 
 
 @dataclass(frozen=True)
@@ -61,11 +54,6 @@ class SuccessTable:
     notes: list[str]
     gains: pd.DataFrame  # long form of the paired gain rows (gain_columns())
     warm: pd.DataFrame  # long form of the warm-start rows: env, model, metric (final_*), mean, se, n
-
-
-def _fmt(mean: float, se: float, n: int) -> str:
-    se_txt = f" ± {se * 100:.1f}" if n > 1 and not math.isnan(se) else ""
-    return f"{mean * 100:.1f}{se_txt} ({n})"
 
 
 def cell_stats(values: pd.Series) -> tuple[float, float, int]:
@@ -137,7 +125,7 @@ def build_table(df: pd.DataFrame) -> SuccessTable:
         for m in metrics:
             n = int(r[m.prefix + "n"])
             if n > 0 and r["env"] + m.suffix in grid.columns:
-                text = _fmt(r[m.prefix + "mean"], r[m.prefix + "se"], n)
+                text = percent_cell(r[m.prefix + "mean"], r[m.prefix + "se"], n)
                 grid.loc[r["row"], r["env"] + m.suffix] = f"**{text}**" if r[m.prefix + "best"] else text
     for label, _, column, text, *_ in gains + warm:
         if column in grid.columns:
@@ -153,43 +141,9 @@ def _cell_columns(part: pd.DataFrame, m: Metric) -> dict[str, float | int]:
     return {m.prefix + "mean": mean, m.prefix + "se": se, m.prefix + "n": n}
 
 
-def _signed(x: float) -> str:
-    x = round(x, 10) + 0.0  # no "-0.0" from rounding noise
-    return f"{x:+.1f}"
-
-
-SIGN_TEST_ALPHA = 0.05
-
-
 def gain_columns() -> list[str]:
     return ["env", "model", "method", "base", "metric", "n", "mean", "se", "wins", "losses", "sign_p", "verdict",
             "seeds"]
-
-
-def verdict(mean: float, sign_p: float, alpha: float = SIGN_TEST_ALPHA) -> str:
-    """The confirmatory rule: "better" / "worse" where the sign test's p < alpha and the paired mean is
-    positive / negative, else "not distinguished"."""
-    if sign_p >= alpha or mean == 0:
-        return "not distinguished"
-    return "better" if mean > 0 else "worse"
-
-
-def paired_gain(diffs: pd.Series) -> dict[str, float | int | str]:
-    """Mean, paired SE (NaN for one pair), wins, losses (|d| < 1e-9 is a tie), the two-sided sign test's
-    p over the non-tied pairs (1.0 when every pair ties) of per-seed differences, and its `verdict`."""
-    d = diffs.astype(float)
-    n = len(d)
-    wins, losses = int((d > 1e-9).sum()), int((d < -1e-9).sum())
-    p = binomtest(wins, wins + losses, 0.5).pvalue if wins + losses else 1.0
-    se = float(d.std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan
-    mean = float(d.mean())
-    return {"n": n, "mean": mean, "se": se, "wins": wins, "losses": losses, "sign_p": float(p),
-            "verdict": verdict(mean, float(p))}
-
-
-def _gain_text(g: dict[str, float | int | str]) -> str:
-    se_txt = f" ± {g['se'] * 100:.1f}" if not math.isnan(g["se"]) else ""
-    return f"{_signed(g['mean'] * 100)}{se_txt} (n {g['n']}, {g['wins']}+/{g['losses']}-, p {g['sign_p']:.2f})"
 
 
 def _per_seed(ok: pd.DataFrame, env: str, model: str, method: str, config: str, metric: str) -> pd.Series:
@@ -214,7 +168,7 @@ def _paired_gain_rows(ok: pd.DataFrame, stats: pd.DataFrame, metric: str,
         if not seeds:
             continue
         g = paired_gain(a[seeds] - b[seeds])
-        rows.append((f"{model} gain {method} vs {base}", model, env + suffix, _gain_text(g)))
+        rows.append((f"{model} gain {method} vs {base}", model, env + suffix, gain_text(g)))
         long.append({"env": env, "model": model, "method": method, "base": base, "metric": metric, **g,
                      "seeds": ",".join(str(s) for s in seeds)})
     return rows, long
@@ -232,7 +186,7 @@ def _warm_start_rows(ok: pd.DataFrame, metric: str = "warm_start_success", suffi
             notes.append(f"{env} {model}: no warm-start row (runs of one seed start from different warm starts)")
             continue
         mean, se, n = cell_stats(per_seed.first())
-        out.append((f"{model} warm start", model, env + suffix, _fmt(mean, se, n), (mean, se, n)))
+        out.append((f"{model} warm start", model, env + suffix, percent_cell(mean, se, n), (mean, se, n)))
     return out, notes
 
 
@@ -280,8 +234,6 @@ FORMATS = ("md", "csv", "tex")
 def write_table(table: SuccessTable, out_dir: str | Path, formats: tuple[str, ...] = FORMATS) -> list[Path]:
     """Write table.md (+ gains.md where there are gain rows) / table.csv (+ stats.csv, the long form, and
     gains.csv) / table.tex; no timestamps (reproducible)."""
-    from agentbench_af.results import gains_table  # it renders a SuccessTable: imported here, not at the top
-
     unknown = sorted(set(formats) - set(FORMATS))
     if unknown:
         raise ValueError(f"unknown table format(s) {unknown}; choose from {list(FORMATS)}")

@@ -9,6 +9,7 @@ Left out: nothing model-specific (no text, no tokenizer); text lives in `Traject
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
+from typing import Any
 
 import torch
 
@@ -47,7 +48,7 @@ class RolloutBatch:
         return self.traj_group[self.sample_traj]
 
     def to(self, device: torch.device | str) -> RolloutBatch:
-        moved = {
+        moved: dict[str, Any] = {  # tensors and the optional fields' None
             f.name: (getattr(self, f.name).to(device) if isinstance(getattr(self, f.name), torch.Tensor) else None)
             for f in fields(self)
         }

@@ -29,7 +29,7 @@ def _cache_argument(model_class: type) -> str:
 
 def cache_argument(model: Any) -> str:
     """`"cache"` when `model.forward` takes that argument, else `"past_key_values"`."""
-    return _cache_argument(type(model))
+    return _cache_argument(type(model))  # type: ignore[arg-type]  # a class is hashable; mypy misses it for type[Any]
 
 
 def cache_kwargs(model: Any, cache: Any) -> dict[str, Any]:

@@ -15,10 +15,15 @@ from collections.abc import Callable, Sequence
 
 import agentbench_af
 from agentbench_af.formats.chat import ChatFormat
-from agentbench_af.formats.prompts import system_prompt, turn_message
+from agentbench_af.formats.prompts import turn_message
 from agentbench_af.formats.roles import token_roles
-from agentbench_af.rollout.engine import GenerationEngine, SamplingParams
-from agentbench_af.rollout.types import RolloutConfig, Trajectory, TurnRecord
+from agentbench_af.rollout.types import (
+    GenerationEngine,
+    RolloutConfig,
+    SamplingParams,
+    Trajectory,
+    TurnRecord,
+)
 
 
 def stable_hash(text: str) -> int:
@@ -70,7 +75,7 @@ def collect_rollouts(
     seeds: Sequence[int],
     cfg: RolloutConfig,
     env_kwargs: dict | None = None,
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[int], object] | None = None,
 ) -> list[Trajectory]:
     """Run `cfg.group_size` rollouts for each seed; group i holds the rollouts of `seeds[i]`."""
     env_kwargs = env_kwargs or {}
@@ -79,7 +84,7 @@ def collect_rollouts(
         for _ in range(cfg.group_size):
             env = agentbench_af.make(env_id, **env_kwargs)
             obs, info = env.reset(seed=int(seed))
-            traj = Trajectory(env_id=env_id, seed=int(seed), group=group, system_prompt=system_prompt(env))
+            traj = Trajectory(env_id=env_id, seed=int(seed), group=group, system_prompt=env.system_prompt())
             envs.append(env)
             trajs.append(traj)
             messages.append((obs, turn_message(obs, 1, env.actions_left, env.variant.max_actions_per_turn)))

@@ -5,7 +5,8 @@ batches prompts (sorted by length, left-padded) with the KV cache and records ea
 log-prob and the entropy of the sampling distribution at the sampling temperature. On CPU (a
 preallocated `StaticCache`, `sdpa` attention) it decodes with its own loop (`rollout.sampler`: finished
 rows leave the batch; one-token steps use `decode_attention`); otherwise with `model.generate`.
-`rollout.vllm_engine.VLLMEngine` implements the same protocol; `build_engine` picks one from a
+`rollout.vllm_engine.VLLMEngine` implements the same protocol (`rollout.types.GenerationEngine`, with
+`SamplingParams` and `Generation`, which both engines import from there); `build_engine` picks one from a
 `RolloutConfig` (`rollout.engine`). After every optimizer update the loop calls `engine.updating(model)`
 around it (the transformers engine samples from `model` itself, so it only forgets stored prefixes).
 With `cache_keys` (one hashable per prompt, e.g. a trajectory id), `TransformersEngine` keeps each
@@ -19,9 +20,7 @@ recorded log-probs are those of the temperature-scaled distribution before the n
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass, field
-from typing import Protocol
+from contextlib import contextmanager
 
 import torch
 from torch import nn
@@ -38,57 +37,7 @@ from agentbench_af.rollout.prefix_cache import (
     take_rows,
 )
 from agentbench_af.rollout.sampler import sample_rows, tempered
-
-
-@dataclass(frozen=True)
-class SamplingParams:
-    temperature: float = 1.0  # 0 means greedy
-    top_p: float = 1.0
-    max_new_tokens: int = 96
-
-    def __post_init__(self) -> None:
-        if self.temperature < 0:
-            raise ValueError("temperature must be >= 0")
-        if not 0 < self.top_p <= 1:
-            raise ValueError("top_p must be in (0, 1]")
-        if self.max_new_tokens < 1:
-            raise ValueError("max_new_tokens must be >= 1")
-
-
-@dataclass
-class Generation:
-    """One sampled response: ids (cut after the first stop id, which is kept), and per-token stats."""
-
-    token_ids: list[int]
-    logprobs: list[float]
-    entropies: list[float]
-    finished: bool  # ended with a stop id (False: hit max_new_tokens)
-    extra: dict = field(default_factory=dict)
-
-
-class GenerationEngine(Protocol):
-    def generate(
-        self,
-        prompts: Sequence[Sequence[int]],
-        params: SamplingParams,
-        stop_ids: Sequence[int],
-        cache_keys: Sequence[Hashable] | None = None,
-    ) -> list[Generation]:
-        """One response per prompt. `cache_keys`: a hint that prompt i extends the prompt and response
-        of an earlier call with the same key (engines may reuse its KV cache, or ignore the hint)."""
-        ...
-
-    def clear_cache(self) -> None:
-        """Forget every stored prefix (call it when the weights change)."""
-        ...
-
-    def load_weights(self, model: nn.Module) -> None:
-        """Sample from `model`'s current weights from now on (e.g. after loading a checkpoint into it)."""
-        ...
-
-    def updating(self, model: nn.Module) -> AbstractContextManager[None]:
-        """Wrap an optimizer update of `model`; afterwards the engine samples from the new weights."""
-        ...
+from agentbench_af.rollout.types import Generation, GenerationEngine, SamplingParams
 
 
 def build_engine(cfg, model: nn.Module, pad_token_id: int, dtype: torch.dtype | None = None,
@@ -171,7 +120,7 @@ class TransformersEngine:
         param = next(self.model.parameters())
         device = param.device
         cached = [self.store.usable_length(k, p) for k, p in zip(keys, prompts, strict=True)] if keys else [0] * len(prompts)
-        entries = [self.store.get(k) for k in keys] if keys else [None] * len(prompts)
+        entries: list[PrefixEntry | None] = [self.store.get(k) for k in keys] if keys else [None] * len(prompts)
         if self.prefix_cache:  # the G rollouts of one prompt: run its ids once
             shared = prefill_shared_prompts(self.model, prompts, [c > 0 for c in cached], self.pad_token_id)
             for row, entry in shared.items():
@@ -228,7 +177,7 @@ class TransformersEngine:
         for row in range(new_ids.shape[0]):
             hits = stop[row].nonzero()
             n = int(hits[0]) + 1 if len(hits) else new_ids.shape[1]
-            if store:
+            if store and keys is not None:
                 self._store_row(keys[row], filled, row, prompts[row], cached[row], head, width, new_ids[row, :n])
             gens.append(
                 Generation(

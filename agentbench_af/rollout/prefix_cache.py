@@ -93,6 +93,7 @@ def pack_cache(
         v = torch.zeros_like(k)  # (B, H, C, D)
         for row, (entry, n) in enumerate(zip(entries, lengths, strict=True)):
             if n > 0:
+                assert entry is not None, "a row with cached positions needs its entry"
                 k[row, :, width - n :] = entry.keys[layer][:, :n]
                 v[row, :, width - n :] = entry.values[layer][:, :n]
         data.append((k, v))
@@ -106,7 +107,7 @@ def pack_cache(
 
 def cache_is_plain(cache) -> bool:
     """True when every layer of `cache` keeps all positions (no sliding window, no quantisation)."""
-    layers = getattr(cache, "layers", None)
+    layers = getattr(cache, "layers", None) or ()
     return bool(layers) and all(type(layer) in (DynamicLayer, StaticLayer) for layer in layers)
 
 

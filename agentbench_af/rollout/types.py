@@ -1,10 +1,16 @@
-"""Rollout configuration and the per-turn / per-trajectory records the collector produces."""
+"""Rollout configuration, the generation types every engine shares (`SamplingParams`, `Generation`, the
+`GenerationEngine` protocol), and the per-turn / per-trajectory records the collector produces."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal, Protocol
+
+if TYPE_CHECKING:  # annotations only: the configuration and records do not need torch
+    from torch import nn
 
 
 @dataclass(frozen=True)
@@ -54,6 +60,57 @@ class RolloutConfig:
             raise ValueError(f"rollout.vllm_memory_fraction must be in (0, 1], got {self.vllm_memory_fraction!r}")
         if not (isinstance(self.vllm_kv_cache_gib, (int, float)) and self.vllm_kv_cache_gib >= 0):
             raise ValueError(f"rollout.vllm_kv_cache_gib must be >= 0, got {self.vllm_kv_cache_gib!r}")
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    temperature: float = 1.0  # 0 means greedy
+    top_p: float = 1.0
+    max_new_tokens: int = 96
+
+    def __post_init__(self) -> None:
+        if self.temperature < 0:
+            raise ValueError("temperature must be >= 0")
+        if not 0 < self.top_p <= 1:
+            raise ValueError("top_p must be in (0, 1]")
+        if self.max_new_tokens < 1:
+            raise ValueError("max_new_tokens must be >= 1")
+
+
+@dataclass
+class Generation:
+    """One sampled response: ids (cut after the first stop id, which is kept), and per-token stats."""
+
+    token_ids: list[int]
+    logprobs: list[float]
+    entropies: list[float]
+    finished: bool  # ended with a stop id (False: hit max_new_tokens)
+    extra: dict = field(default_factory=dict)
+
+
+class GenerationEngine(Protocol):
+    def generate(
+        self,
+        prompts: Sequence[Sequence[int]],
+        params: SamplingParams,
+        stop_ids: Sequence[int],
+        cache_keys: Sequence[Hashable] | None = None,
+    ) -> list[Generation]:
+        """One response per prompt. `cache_keys`: a hint that prompt i extends the prompt and response
+        of an earlier call with the same key (engines may reuse its KV cache, or ignore the hint)."""
+        ...
+
+    def clear_cache(self) -> None:
+        """Forget every stored prefix (call it when the weights change)."""
+        ...
+
+    def load_weights(self, model: nn.Module) -> None:
+        """Sample from `model`'s current weights from now on (e.g. after loading a checkpoint into it)."""
+        ...
+
+    def updating(self, model: nn.Module) -> AbstractContextManager[None]:
+        """Wrap an optimizer update of `model`; afterwards the engine samples from the new weights."""
+        ...
 
 
 @dataclass

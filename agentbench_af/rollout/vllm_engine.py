@@ -33,7 +33,7 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
-from agentbench_af.rollout.engine import Generation, SamplingParams
+from agentbench_af.rollout.types import Generation, SamplingParams
 
 DEFAULT_CPU_KV_CACHE_GIB = 1.0
 _DTYPES = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16"}
@@ -81,7 +81,9 @@ class VLLMEngine:
         if not kv_cache_gib and not on_cuda:
             kv_cache_gib = DEFAULT_CPU_KV_CACHE_GIB
         self._config_dir = tempfile.TemporaryDirectory(prefix="agentbench-vllm-")
-        model.config.save_pretrained(self._config_dir.name)  # config only: the weights come from memory
+        # config only: the weights come from memory. (torch types nn.Module attributes Tensor | Module; `config`
+        # is the transformers model's PretrainedConfig)
+        model.config.save_pretrained(self._config_dir.name)  # type: ignore[union-attr, operator]
         set_threads = torch.set_num_threads  # vLLM's CPU worker replaces it with a no-op; keep ours
         try:
             with hidden_from_kernel_scan():

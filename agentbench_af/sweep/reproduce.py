@@ -20,6 +20,7 @@ spec and use `agentbench-af sweep`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import shutil
 from dataclasses import dataclass
 from importlib import resources
@@ -178,7 +179,7 @@ def publish_records(outcomes: list[RunOutcome], leaderboard: Path) -> list[Path]
         src = Path(o.run_dir) / "record.json"
         if src.is_file():
             dst = leaderboard / "runs" / o.name / "record.json"
-            written.append(atomic_write(dst, lambda tmp, src=src: shutil.copyfile(src, tmp)))
+            written.append(atomic_write(dst, functools.partial(shutil.copyfile, src)))
     return written
 
 

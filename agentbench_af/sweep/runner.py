@@ -102,13 +102,14 @@ def plan_run(cfg: TrainConfig) -> PlannedRun:
             return PlannedRun(cfg, run_dir, h, "conflict",
                               f"holds a completed run of config {record.get('config_hash')}, the sweep's is {h}")
     stored = _stored_hash(run_dir / "config.yaml") if (run_dir / "config.yaml").exists() else h
-    has_ckpt = run_dir.exists() and latest_checkpoint(run_dir) is not None
+    ckpt = latest_checkpoint(run_dir) if run_dir.exists() else None
+    has_ckpt = ckpt is not None
     if stored != h and has_ckpt:
         return PlannedRun(cfg, run_dir, h, "conflict", f"holds a checkpoint of config {stored}, the sweep's is {h}")
     if record_path.exists():
         return PlannedRun(cfg, run_dir, h, "retry", "failed before; resumes from its checkpoint" if has_ckpt else "failed before")
-    if has_ckpt:
-        return PlannedRun(cfg, run_dir, h, "resume", f"from {latest_checkpoint(run_dir).name}")
+    if ckpt is not None:
+        return PlannedRun(cfg, run_dir, h, "resume", f"from {ckpt.name}")
     return PlannedRun(cfg, run_dir, h, "new")
 
 

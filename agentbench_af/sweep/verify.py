@@ -99,7 +99,7 @@ def _backend(backend: str, workers: int | None, n_tasks: int, threads: int):
     raise VerifyError(f"--backend must be local or serial, got {backend!r}")
 
 
-Progress = Callable[[str, int], None]  # (task name, cells finished by it)
+Progress = Callable[[str, int], object]  # (task name, cells finished by it); what it returns is ignored
 
 
 def rerun_cells(cells: list[Cell], work: Path, backend: str = "local", workers: int | None = None,

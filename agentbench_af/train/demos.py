@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import agentbench_af
-from agentbench_af.api.parse import format_response
 from agentbench_af.formats.chat import ChatFormat
-from agentbench_af.formats.prompts import system_prompt, turn_message
+from agentbench_af.formats.parse import format_response
+from agentbench_af.formats.prompts import turn_message
 from agentbench_af.formats.roles import token_roles
 from agentbench_af.rollout.collect import build_context, stable_hash
 from agentbench_af.rollout.types import RolloutConfig, Trajectory, TurnRecord
@@ -33,7 +33,7 @@ def demonstration_trajectories(
     for group, seed in enumerate(seeds):
         env = agentbench_af.make(env_id, **(env_kwargs or {}))
         obs, _ = env.reset(seed=int(seed))
-        traj = Trajectory(env_id=env_id, seed=int(seed), group=group, system_prompt=system_prompt(env))
+        traj = Trajectory(env_id=env_id, seed=int(seed), group=group, system_prompt=env.system_prompt())
         done = False
         while not done:
             message = turn_message(obs, env.turn + 1, env.actions_left, env.variant.max_actions_per_turn)

@@ -9,6 +9,7 @@ Left out: gathering every step (only the first and the final batch are gathered,
 from __future__ import annotations
 
 from dataclasses import fields
+from typing import Any
 
 import torch
 
@@ -32,7 +33,7 @@ def concat_batches(batches: list[RolloutBatch], pad_token_id: int = 0) -> Rollou
     if len(batches) == 1:
         return batches[0]
     width = max(int(b.input_ids.shape[1]) for b in batches)
-    out: dict[str, torch.Tensor | None] = {}
+    out: dict[str, Any] = {}  # tensors, and None for an optional field
     traj_offsets: list[int] = []
     group_offsets: list[int] = []
     t = g = 0

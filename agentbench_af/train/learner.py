@@ -54,7 +54,7 @@ def build_learner(cfg: TrainConfig, warm_dir: Path, device: torch.device, ranks:
     policy = Policy.load(warm_dir, device)
     separate = cfg.needs_value_head and cfg.rl.critic == "separate"
     value_head = policy.ensure_value_head() if cfg.needs_value_head and not separate else None
-    critic = SeparateCritic(policy.lm) if separate else None  # copied from the warm start, before any update
+    critic = SeparateCritic(policy.lm) if separate else None  # type: ignore[arg-type]  # copied from the warm start
     ref_lm = copy.deepcopy(policy.lm).eval().requires_grad_(False) if cfg.needs_reference_model else None
     parallel = DataParallel(ranks, cfg.run.parallel, device)
     trained = parallel.wrap(TrainModules(policy.lm, value_head, critic))

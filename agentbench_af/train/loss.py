@@ -81,7 +81,8 @@ def clipped_surrogate(
     eps_low, eps_high and dual_clip. With dual_clip c, negative-advantage tokens lose at most -c * A.
     """
     if isinstance(eps_low, LossConfig):
-        eps_low, eps_high, dual_clip = eps_low.clip_eps_low, eps_low.clip_eps_high, eps_low.dual_clip
+        cfg = eps_low
+        eps_low, eps_high, dual_clip = cfg.clip_eps_low, cfg.clip_eps_high, cfg.dual_clip
     eps_high = eps_low if eps_high is None else eps_high
     ratio = torch.exp(_log_ratio(logprobs, old_logprobs))  # (B, T)
     unclipped = -advantages * ratio  # (B, T)

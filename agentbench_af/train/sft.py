@@ -63,7 +63,7 @@ def sft_warm_start(
     chat,
     cfg: TrainConfig,
     device: torch.device,
-    progress: Callable[[int, float], None] | None = None,
+    progress: Callable[[int, float], object] | None = None,
     checkpoint: Path | None = None,
 ) -> dict[str, float]:
     """Train `lm` in place for `cfg.sft.steps` steps; returns final loss and token counts. With `checkpoint`,

@@ -92,8 +92,12 @@ def _build(cfg: TrainConfig, out_dir: Path, device: torch.device, show_progress:
                               cfg.warm_start_seed, env_kwargs={cfg.env.id: cfg.env.overrides})
     policy.lm.to(device)
     bar = tqdm(total=cfg.sft.steps, desc=f"warm start {cfg.env.id}", disable=not show_progress, leave=False)
-    stats = sft_warm_start(policy.lm, policy.tokenizer, policy.chat, cfg, device, checkpoint=checkpoint,
-                           progress=lambda s, loss: (bar.update(s + 1 - bar.n), bar.set_postfix(loss=f"{loss:.3f}")))
+
+    def show(step: int, loss: float) -> None:
+        bar.update(step + 1 - bar.n)
+        bar.set_postfix(loss=f"{loss:.3f}")
+
+    stats = sft_warm_start(policy.lm, policy.tokenizer, policy.chat, cfg, device, checkpoint=checkpoint, progress=show)
     bar.close()
     policy.save(out_dir)
     record = {"sft": stats, "key": settings_key(warm_start_settings(cfg)), "config": to_dict(cfg)}

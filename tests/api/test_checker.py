@@ -7,9 +7,9 @@ import pytest
 import agentbench_af
 from agentbench_af.api import ActionOutcome, ExpertTurn
 from agentbench_af.api.checker import CheckError, CheckReport, check_env, expert_episode
-from agentbench_af.api.parse import parse_response
 from agentbench_af.environments.frozenlake.env import FrozenLakeEnv
 from agentbench_af.environments.frozenlake.variants import FrozenLakeVariant
+from agentbench_af.formats.parse import parse_response
 
 ALL_CHECKS = {
     "reset_deterministic",

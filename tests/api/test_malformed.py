@@ -9,7 +9,7 @@ from agentbench_af.api.malformed import (
     malformed_responses,
     prefix_then_unknown,
 )
-from agentbench_af.api.parse import MAX_PARSE_CHARS, parse_response
+from agentbench_af.formats.parse import MAX_PARSE_CHARS, parse_response
 
 WORDS = ("Left", "Down", "Right", "Up")
 

@@ -17,12 +17,12 @@ pytest.importorskip("alfworld")
 pytest.importorskip("textworld")
 
 from agentbench_af.api import list_envs, make  # noqa: E402
-from agentbench_af.api.parse import format_response  # noqa: E402
 from agentbench_af.environments.alfworld.env import ALFWorldEnv, task_for_seed  # noqa: E402
 from agentbench_af.environments.alfworld.game import PddlGame, display_names  # noqa: E402
 from agentbench_af.environments.alfworld.generator import game_path, get_game_file  # noqa: E402
 from agentbench_af.environments.alfworld.official import official_games  # noqa: E402
 from agentbench_af.environments.alfworld.variants import TASK_TYPES, ALFWorldVariant  # noqa: E402
+from agentbench_af.formats.parse import format_response  # noqa: E402
 
 pytestmark = pytest.mark.alfworld
 SEEDS = (0, 1_000_000)  # one training seed (seen floor plans), one evaluation seed (unseen floor plans)

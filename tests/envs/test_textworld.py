@@ -16,7 +16,6 @@ import pytest
 pytest.importorskip("textworld")
 
 from agentbench_af.api import list_envs, make  # noqa: E402
-from agentbench_af.api.parse import format_response  # noqa: E402
 from agentbench_af.environments.textworld import generator  # noqa: E402
 from agentbench_af.environments.textworld.env import TextWorldEnv  # noqa: E402
 from agentbench_af.environments.textworld.game import TextWorldGame, clean_text  # noqa: E402
@@ -27,6 +26,7 @@ from agentbench_af.environments.textworld.generator import (  # noqa: E402
     get_game_file,
 )
 from agentbench_af.environments.textworld.variants import CHALLENGES, TextWorldVariant  # noqa: E402
+from agentbench_af.formats.parse import format_response  # noqa: E402
 
 pytestmark = pytest.mark.textworld
 #: the cheapest level of each challenge, and one training and one evaluation seed

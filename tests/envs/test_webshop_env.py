@@ -8,9 +8,9 @@ import pytest
 
 import agentbench_af
 from agentbench_af.api.checker import expert_episode
-from agentbench_af.api.parse import format_response
 from agentbench_af.environments.webshop.env import WebShopEnv
 from agentbench_af.environments.webshop.variants import EVAL_GOALS, SHIPPED_GOALS
+from agentbench_af.formats.parse import format_response
 
 
 @cache

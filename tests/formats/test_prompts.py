@@ -4,26 +4,34 @@ from agentbench_af.api import make
 from agentbench_af.formats.prompts import ANSWER_FORMAT, system_prompt, turn_message
 
 
-def test_system_prompt_has_rules_format_and_limit():
+def test_system_prompt_exact_text():
+    assert system_prompt("Reach G.\n", 1) == (
+        "Reach G.\nAnswer format: <think> [your thoughts] </think> <answer> [your answer] </answer>\n"
+        "Give one action per turn."
+    )
+    assert system_prompt("Reach G.", 3).endswith("\nGive up to 3 actions per turn, separated by ||.")
+
+
+def test_an_environment_prompts_with_its_rules_and_variant():
     env = make("FrozenLake-4x4-v0")
-    text = system_prompt(env)
+    text = env.system_prompt()
+    assert text == system_prompt(type(env).rules(env.variant), env.variant.max_actions_per_turn)
     assert text.startswith(type(env).rules(env.variant)) and "FrozenLake" in text
-    assert "Answer format: <think> [your thoughts] </think> <answer> [your answer] </answer>" in text
     assert ANSWER_FORMAT in text
     assert text.endswith("Give up to 2 actions per turn, separated by ||.")
-    assert system_prompt("FrozenLake-4x4-v0") == text
 
 
-def test_system_prompt_follows_the_variant():
-    one = system_prompt(make("FrozenLake-4x4-v0", max_actions_per_turn=1))
+def test_the_prompt_follows_the_variant():
+    one = make("FrozenLake-4x4-v0", max_actions_per_turn=1).system_prompt()
     assert one.endswith("Give one action per turn.") and "||" not in one.splitlines()[-1]
-    assert "slippery" in system_prompt(make("FrozenLake-4x4-slippery-v0"))
-    assert "up to 3 actions" in system_prompt(make("FrozenLake-8x8-v0"))
+    assert "slippery" in make("FrozenLake-4x4-slippery-v0").system_prompt()
+    assert "up to 3 actions" in make("FrozenLake-8x8-v0").system_prompt()
 
 
-def test_system_prompt_rejects_non_env():
-    with pytest.raises(TypeError):
-        system_prompt(42)  # type: ignore[arg-type]
+@pytest.mark.parametrize("rules,per_turn", [("", 1), ("  \n", 2), (42, 1), ("Reach G.", 0), ("Reach G.", True)])
+def test_system_prompt_rejects_bad_input(rules, per_turn):
+    with pytest.raises(ValueError):
+        system_prompt(rules, per_turn)
 
 
 def test_turn_message_exact_text():

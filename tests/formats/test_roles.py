@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentbench_af.api.parse import find_spans
 from agentbench_af.formats import roles as roles_mod
+from agentbench_af.formats.parse import find_spans
 from agentbench_af.formats.roles import Role, token_pieces, token_roles
 from agentbench_af.models.tokenizer import embedding_size
 

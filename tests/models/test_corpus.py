@@ -1,8 +1,7 @@
 import pytest
 
 from agentbench_af.api import make
-from agentbench_af.api.parse import parse_response
-from agentbench_af.formats.prompts import system_prompt
+from agentbench_af.formats.parse import parse_response
 from agentbench_af.models.corpus import environment_corpus, expert_demonstrations, tokenizer_corpus_seeds
 
 
@@ -13,7 +12,7 @@ def test_demonstrations_replay_and_succeed():
         assert demo.success and demo.total_reward == 1.0
         env = make("FrozenLake-4x4-v0")
         env.reset(seed=demo.seed)
-        assert demo.system == system_prompt(env)
+        assert demo.system == env.system_prompt()
         for k, (user, response) in enumerate(demo.turns, start=1):
             assert user.startswith(f"Turn {k}:\n")
             parsed = parse_response(response, max_actions=env.variant.max_actions_per_turn)
@@ -26,7 +25,7 @@ def test_corpus_is_deterministic_and_covers_every_kind_of_text():
     a = environment_corpus(["FrozenLake-4x4-v0", "FrozenLake-8x8-v0"], episodes_per_env=5, seed=1)
     assert a == environment_corpus(["FrozenLake-4x4-v0", "FrozenLake-8x8-v0"], episodes_per_env=5, seed=1)
     assert a != environment_corpus(["FrozenLake-4x4-v0", "FrozenLake-8x8-v0"], episodes_per_env=5, seed=2)
-    assert sum(t == system_prompt("FrozenLake-4x4-v0") for t in a) == 5
+    assert sum(t == make("FrozenLake-4x4-v0").system_prompt() for t in a) == 5
     assert any(t.startswith("<think>") and t.endswith("</answer>") for t in a)
     assert any("Invalid: too many actions" in t for t in a)
     assert any("Invalid: no <answer>" in t for t in a)

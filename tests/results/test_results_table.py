@@ -6,7 +6,8 @@ import pytest
 from record_helpers import write_record, write_success_record
 
 from agentbench_af.results.collect_records import records_frame
-from agentbench_af.results.table import build_table, to_csv, to_latex, to_markdown, verdict, write_table
+from agentbench_af.results.paired import verdict
+from agentbench_af.results.table import build_table, to_csv, to_latex, to_markdown, write_table
 
 ENV4, ENV6 = "FrozenLake-4x4-v0", "FrozenLake-6x6-v0"
 

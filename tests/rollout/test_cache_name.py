@@ -7,7 +7,8 @@ from dataclasses import dataclass
 import torch
 
 from agentbench_af.rollout.cache_name import cache_argument, cache_kwargs, returned_cache
-from agentbench_af.rollout.engine import SamplingParams, TransformersEngine
+from agentbench_af.rollout.engine import TransformersEngine
+from agentbench_af.rollout.types import SamplingParams
 
 
 class _NewModel:

@@ -3,8 +3,8 @@
 import torch
 
 from agentbench_af.rollout.collect import build_context
-from agentbench_af.rollout.engine import SamplingParams, TransformersEngine
-from agentbench_af.rollout.types import RolloutConfig, Trajectory, TurnRecord
+from agentbench_af.rollout.engine import TransformersEngine
+from agentbench_af.rollout.types import RolloutConfig, SamplingParams, Trajectory, TurnRecord
 
 
 def _prompts(policy):

@@ -4,9 +4,9 @@ import pytest
 import torch
 
 from agentbench_af.rollout.collect import collect_rollouts
-from agentbench_af.rollout.engine import SamplingParams, TransformersEngine
+from agentbench_af.rollout.engine import TransformersEngine
 from agentbench_af.rollout.prefix_cache import PrefixEntry, PrefixKVStore
-from agentbench_af.rollout.types import RolloutConfig
+from agentbench_af.rollout.types import RolloutConfig, SamplingParams
 
 
 def _turns(policy, engine, prompts, keys, extras, params):

@@ -8,8 +8,9 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from agentbench_af.rollout import sampler
-from agentbench_af.rollout.engine import SamplingParams, TransformersEngine
+from agentbench_af.rollout.engine import TransformersEngine
 from agentbench_af.rollout.sampler import draw, nucleus
+from agentbench_af.rollout.types import SamplingParams
 
 
 def test_nucleus_hand_worked():

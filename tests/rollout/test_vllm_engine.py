@@ -13,9 +13,9 @@ import torch
 from agentbench_af.models.forward import logprob_mismatch, score_batch
 from agentbench_af.models.policy import build_policy
 from agentbench_af.rollout.collect import collect_rollouts
-from agentbench_af.rollout.engine import SamplingParams, TransformersEngine, build_engine
+from agentbench_af.rollout.engine import TransformersEngine, build_engine
 from agentbench_af.rollout.to_batch import trajectories_to_batch
-from agentbench_af.rollout.types import RolloutConfig
+from agentbench_af.rollout.types import RolloutConfig, SamplingParams
 from agentbench_af.train.config import EnvConfig, SFTConfig, TrainConfig
 from agentbench_af.train.loss import LossConfig
 from agentbench_af.train.sft import sft_warm_start

@@ -2,8 +2,9 @@
 
 The parser never raises: any string (empty, huge, control characters, unicode noise) yields a
 `ParsedResponse`, whose `error` says in one line what was wrong when no usable answer was found.
-It is the response grammar every environment's `step` reads, so it belongs to the environment contract
-(`api`); `formats` builds the prompts that teach it and the token roles that follow it.
+The tags and their grammar are a format concern, so they live in `formats`, below `api`: the environment
+contract (`api.env.TextEnv.step`) reads a response with `parse_response`, the prompts (`formats.prompts`)
+teach the tags, and the token roles (`formats.roles`) follow the spans `find_spans` finds.
 Left out on purpose: nested tags and several answer spans (the first complete one wins, as RAGEN).
 """
 

@@ -3,7 +3,7 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentbench_af.api.parse import MAX_PARSE_CHARS, Span, find_spans, format_response, parse_response
+from agentbench_af.formats.parse import MAX_PARSE_CHARS, Span, find_spans, format_response, parse_response
 
 FRAGMENTS = [
     "<think>",
