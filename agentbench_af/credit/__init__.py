@@ -7,11 +7,13 @@
 The third axis, the policy loss (`loss.policy`), is registered here too (policy_losses.py) and run by
 `train.loss.policy_loss`. Batch statistics go through `reduce.batch_reduce()` (global under data
 parallelism). Importing this package registers the built-ins (advantages.py, weights.py,
-policy_losses.py); installed plugins
+policy_losses.py, neighbours.py, empg.py); installed plugins
 (entry-point group `agentbench_af.credit`) load at the first lookup of a name (registry.py).
 """
 
 from agentbench_af.credit import advantages as _advantages  # noqa: F401  (registers the estimators)
+from agentbench_af.credit import empg as _empg  # noqa: F401  (the EMPG estimator)
+from agentbench_af.credit import neighbours as _neighbours  # noqa: F401, I001  (the neighbourhood's weightings)
 from agentbench_af.credit import policy_losses as _policy_losses  # noqa: F401  (registers the policy losses)
 from agentbench_af.credit import weights as _weights  # noqa: F401  (registers the weightings)
 from agentbench_af.credit.compute import compute_advantages, compute_token_weights, credit_needs
