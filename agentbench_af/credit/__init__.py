@@ -11,11 +11,14 @@ policy_losses.py, neighbours.py, empg.py); installed plugins
 (entry-point group `agentbench_af.credit`) load at the first lookup of a name (registry.py).
 """
 
+# Registration order is the listing's and the tables' order: the built-ins first.
+# isort: off
 from agentbench_af.credit import advantages as _advantages  # noqa: F401  (registers the estimators)
-from agentbench_af.credit import empg as _empg  # noqa: F401  (the EMPG estimator)
-from agentbench_af.credit import neighbours as _neighbours  # noqa: F401, I001  (the neighbourhood's weightings)
-from agentbench_af.credit import policy_losses as _policy_losses  # noqa: F401  (registers the policy losses)
 from agentbench_af.credit import weights as _weights  # noqa: F401  (registers the weightings)
+from agentbench_af.credit import policy_losses as _policy_losses  # noqa: F401  (registers the policy losses)
+from agentbench_af.credit import neighbours as _neighbours  # noqa: F401  (the neighbourhood's weightings)
+from agentbench_af.credit import empg as _empg  # noqa: F401  (the EMPG estimator)
+# isort: on
 from agentbench_af.credit.compute import compute_advantages, compute_token_weights, credit_needs
 from agentbench_af.credit.config import CreditConfig
 from agentbench_af.credit.energy import token_energy

@@ -40,7 +40,7 @@ from agentbench_af.credit.registry import AdvantageOutput, Needs, register_advan
 from agentbench_af.rollout.batch import RolloutBatch
 
 
-@register_advantage("gae", method="ppo", needs=Needs(critic=True))
+@register_advantage("gae", method="ppo", needs=Needs(critic=True), source="GAE, arXiv 1506.02438; PPO, arXiv 1707.06347")
 def gae(batch: RolloutBatch, cfg: CreditConfig) -> AdvantageOutput:
     if batch.values is None:
         raise ValueError(
@@ -74,13 +74,13 @@ def gae(batch: RolloutBatch, cfg: CreditConfig) -> AdvantageOutput:
     return AdvantageOutput(advantages, returns)
 
 
-@register_advantage("grpo", needs=Needs(groups=True))
+@register_advantage("grpo", needs=Needs(groups=True), source="GRPO, arXiv 2402.03300")
 def grpo(batch: RolloutBatch, cfg: CreditConfig) -> AdvantageOutput:
     per_traj = normalise_in_groups(batch.traj_return, batch.traj_group, cfg.grpo_norm_by_std)  # (N,)
     return AdvantageOutput(broadcast_trajectory(batch, per_traj))
 
 
-@register_advantage("rloo", needs=Needs(groups=True))
+@register_advantage("rloo", needs=Needs(groups=True), source="RLOO, arXiv 2402.14740")
 def rloo(batch: RolloutBatch, cfg: CreditConfig) -> AdvantageOutput:
     group, n = compact_ids(batch.traj_group)
     ret = batch.traj_return.double()  # (N,) float64: see normalise_in_groups
@@ -104,7 +104,8 @@ def turn_rewards(batch: RolloutBatch, max_turns: int) -> torch.Tensor:
     return group_sum(batch.token_rewards[row, col].float(), flat, n).view(batch.num_trajectories, max_turns)
 
 
-@register_advantage("gigpo-step", method="gigpo", needs=Needs(step_groups=True, groups=True))
+@register_advantage("gigpo-step", method="gigpo", needs=Needs(step_groups=True, groups=True),
+                    source="GiGPO, arXiv 2505.10978")
 def gigpo_step(batch: RolloutBatch, cfg: CreditConfig) -> AdvantageOutput:
     if batch.turn_obs_key is None:
         raise ValueError(

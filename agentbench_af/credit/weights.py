@@ -82,34 +82,34 @@ def energy_needs(cfg: CreditConfig) -> Needs:
     return Needs(reference=cfg.energy_source == "ref" and cfg.energy_lambda != 0.0)
 
 
-@register_weighting("uniform")
+@register_weighting("uniform", source="every generated token weighs 1 (the plain base method)")
 def uniform(batch: RolloutBatch, cfg: CreditConfig) -> torch.Tensor:
     return batch.response_mask.float()  # (B, T)
 
 
-@register_weighting("actfocus", needs=energy_needs)
+@register_weighting("actfocus", needs=energy_needs, source="ActFocus, this project (docs/method.md)")
 def actfocus(batch: RolloutBatch, cfg: CreditConfig) -> torch.Tensor:
     return actfocus_weights(batch, cfg, cfg.alpha, cfg.energy_lambda)
 
 
-@register_weighting("actfocus-entropy")
+@register_weighting("actfocus-entropy", source="ActFocus with entropy energy (docs/method.md)")
 def actfocus_entropy(batch: RolloutBatch, cfg: CreditConfig) -> torch.Tensor:
     """ActFocus with the energy read from the rollout's sampling entropy, whatever `credit.energy_source`
     says: the ablation named as a method, so tables keep it apart from `actfocus`."""
     return actfocus_weights(batch, dataclasses.replace(cfg, energy_source="entropy"), cfg.alpha, cfg.energy_lambda)
 
 
-@register_weighting("actfocus-reasoning-only")
+@register_weighting("actfocus-reasoning-only", source="ActFocus ablation: lam = 0 (docs/method.md)")
 def actfocus_reasoning_only(batch: RolloutBatch, cfg: CreditConfig) -> torch.Tensor:
     return actfocus_weights(batch, cfg, cfg.alpha, 0.0)
 
 
-@register_weighting("action-only")
+@register_weighting("action-only", source="ActFocus ablation: alpha = lam = 0 (docs/method.md)")
 def action_only(batch: RolloutBatch, cfg: CreditConfig) -> torch.Tensor:
     return actfocus_weights(batch, cfg, 0.0, 0.0)
 
 
-@register_weighting("top-entropy")
+@register_weighting("top-entropy", source="Beyond the 80/20 Rule, arXiv 2506.01939")
 def top_entropy(batch: RolloutBatch, cfg: CreditConfig) -> torch.Tensor:
     mask = batch.response_mask
     weights = torch.zeros(mask.shape, device=mask.device)  # (B, T)
