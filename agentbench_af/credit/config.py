@@ -31,7 +31,7 @@ Field meanings (docs/method.md is the reference for the weighting knobs):
   ar_alpha * p + 1 - ar_alpha), stapo_prob and stapo_entropy_fraction (STAPO: silence positive-advantage
   tokens with p below stapo_prob among the stapo_entropy_fraction lowest-entropy tokens of the batch),
   aepo_beta (AEPO: weight 1 + aepo_beta * z(entropy)), carl_fraction (CARL: the kept share of turns),
-  empg_k, empg_k_f, empg_zeta (EMPG's k, k_f and zeta).
+  empg_k, empg_k_f, empg_zeta (EMPG's k, k_f and zeta), gtpo_beta (GTPO / GRPO-S's entropy weight).
 """
 
 from __future__ import annotations
@@ -74,6 +74,7 @@ class CreditConfig:
     empg_k: float = 1.0
     empg_k_f: float = 1.0
     empg_zeta: float = 0.1
+    gtpo_beta: float = 0.1
 
     def __post_init__(self) -> None:
         estimator_spec(self.estimator)  # the registry knows nothing of this class: no import cycle
@@ -95,6 +96,7 @@ class CreditConfig:
             "empg_k",
             "empg_k_f",
             "empg_zeta",
+            "gtpo_beta",
         ):
             value = getattr(self, name)
             _check(
@@ -131,7 +133,7 @@ class CreditConfig:
             _check(0.0 <= getattr(self, name) <= 1.0, f"credit.{name} must be in [0, 1], got {getattr(self, name)}")
         for name in ("stapo_entropy_fraction", "carl_fraction"):
             _check(0.0 < getattr(self, name) <= 1.0, f"credit.{name} must be in (0, 1], got {getattr(self, name)}")
-        for name in ("aepo_beta", "empg_k", "empg_k_f", "empg_zeta"):
+        for name in ("aepo_beta", "empg_k", "empg_k_f", "empg_zeta", "gtpo_beta"):
             _check(getattr(self, name) >= 0.0, f"credit.{name} must be >= 0, got {getattr(self, name)}")
         for name in ("gae_whiten", "grpo_norm_by_std", "preserve_mass"):
             _check(isinstance(getattr(self, name), bool), f"credit.{name} must be true or false")

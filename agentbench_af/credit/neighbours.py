@@ -29,6 +29,17 @@ compute them with the run's estimator (`compute_advantages`, the same numbers th
   (guessed 0.2) most critical turns of the batch keep weight 1 on their tokens, the others are excluded
   (0). Its "action-level reward" for the kept actions is not recoverable from public text: the kept turns
   take the run's estimator's advantage.
+- gtpo and grpo-s (GTPO / GRPO-S, arXiv 2508.04349), a reading of the abstract, which defines the
+  entropy ratio H_i / sum_k H_k over a group, and says GTPO "rewards high-entropy tokens in correct
+  sequences while suppressing them in incorrect ones" and GRPO-S "rewards correct sequences with higher
+  average entropy while penalizing incorrect paths". Read as advantage weights, within each group:
+  tokens of a trajectory with A > 0 weigh 1 + beta (H / mean H - 1), the mean over the generated tokens
+  of the group's A > 0 trajectories; with A < 0, 1 + beta ((1/H) / mean (1/H) - 1) over its A < 0
+  trajectories (a confident wrong token is penalised more); A = 0: 1. gtpo uses each token's entropy,
+  grpo-s each trajectory's mean token entropy (one weight per trajectory). beta = credit.gtpo_beta (0.1,
+  guessed); the inverse entropy of the negative branch and the mean-1 normalisation are guesses; the
+  paper's reward-shaping form (added to the reward, then group-normalised) is not recovered. Weights are
+  clamped at 0; entropies below 1e-6 count as 1e-6.
 """
 
 from __future__ import annotations
@@ -114,4 +125,51 @@ def carl(batch: RolloutBatch, cfg: CreditConfig) -> torch.Tensor:
     kept = top_fraction(step_entropy(batch, step, n, row, col), cfg.carl_fraction)  # (S,)
     keep = kept[step]  # (M,)
     weights[row[keep], col[keep]] = 1.0
+    return weights
+
+
+def _entropy_share(value: torch.Tensor, sign: torch.Tensor, group: torch.Tensor, n_groups: int,
+                   beta: float) -> torch.Tensor:
+    """(M,) entropies, (M,) advantage signs, (M,) group ids -> (M,) weights 1 + beta (x / mean x - 1), x = H
+    for A > 0 and 1 / H for A < 0, the mean over the group's entries of the same sign; 1 where A = 0."""
+    h = value.double().clamp(min=1e-6)  # (M,)
+    weights = torch.ones_like(h)
+    for s, x in ((1, h), (-1, 1.0 / h)):
+        on = sign == s  # (M,)
+        key = group * 2 + (s > 0)  # (M,)
+        total = group_sum(torch.where(on, x, torch.zeros_like(x)), key, 2 * n_groups)  # (2G,)
+        count = group_sum(on.double(), key, 2 * n_groups).clamp(min=1)  # (2G,)
+        share = x / (total / count)[key]  # (M,)
+        weights = torch.where(on, (1.0 + beta * (share - 1.0)).clamp(min=0.0), weights)
+    return weights.float()
+
+
+@register_weighting("gtpo", needs=_estimator_needs, source="GTPO, arXiv 2508.04349 (a reading of the abstract)")
+def gtpo(batch: RolloutBatch, cfg: CreditConfig) -> torch.Tensor:
+    mask = batch.response_mask
+    row, col = mask.nonzero(as_tuple=True)  # (M,)
+    group, n = compact_ids(batch.traj_group[batch.sample_traj[row]])  # (M,)
+    sign = torch.sign(_advantages(batch, cfg)[row, col])  # (M,)
+    weights = torch.zeros(mask.shape, device=mask.device)  # (B, T)
+    weights[row, col] = _entropy_share(batch.entropy[row, col], sign, group, n, cfg.gtpo_beta)
+    return weights
+
+
+@register_weighting("grpo-s", needs=_estimator_needs, source="GRPO-S, arXiv 2508.04349 (a reading of the abstract)")
+def grpo_s(batch: RolloutBatch, cfg: CreditConfig) -> torch.Tensor:
+    mask = batch.response_mask
+    row, col = mask.nonzero(as_tuple=True)  # (M,)
+    traj = batch.sample_traj[row]  # (M,)
+    n_traj = batch.num_trajectories
+    ent = batch.entropy[row, col].double()  # (M,)
+    mean_h = group_sum(ent, traj, n_traj) / group_sum(torch.ones_like(ent), traj, n_traj).clamp(min=1)  # (N,)
+    adv = torch.zeros(n_traj, dtype=torch.float64, device=mask.device)  # (N,) a trajectory's advantage sign
+    adv[traj] = torch.sign(_advantages(batch, cfg)[row, col].double())
+    group, n = compact_ids(batch.traj_group)  # (N,)
+    has = torch.zeros(n_traj, dtype=torch.bool, device=mask.device)
+    has[traj] = True  # trajectories with generated tokens
+    per_traj = torch.ones(n_traj, device=mask.device)  # (N,)
+    per_traj[has] = _entropy_share(mean_h[has], adv[has], group[has], n, cfg.gtpo_beta)
+    weights = torch.zeros(mask.shape, device=mask.device)  # (B, T)
+    weights[row, col] = per_traj[traj]
     return weights

@@ -43,6 +43,8 @@ def test_builtins_are_registered():
         "stapo",
         "aepo",
         "carl",
+        "gtpo",
+        "grpo-s",
     }
 
 

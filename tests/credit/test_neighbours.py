@@ -34,7 +34,7 @@ def _weights(name: str, **kw) -> list[float]:
 
 
 def test_every_method_is_registered_with_its_source():
-    for name in ("steer", "ar", "stapo", "aepo", "carl"):
+    for name in ("steer", "ar", "stapo", "aepo", "carl", "gtpo", "grpo-s"):
         assert "arXiv" in TOKEN_WEIGHTINGS[name].source, name
     assert ADVANTAGE_ESTIMATORS["empg"].method == "empg" and "2509.09265" in ADVANTAGE_ESTIMATORS["empg"].source
 
@@ -70,6 +70,22 @@ def test_carl_keeps_the_most_uncertain_turns():
     # turns (traj 0, turn 0) H 1.0, (traj 0, turn 1) H 0.2, (traj 1, turn 0) H (2.0 + 0.1) / 2 = 1.05
     assert _weights("carl") == [0.0, 0.0, 1.0, 1.0]  # ceil(0.2 * 3) = 1 turn: traj 1's
     assert _weights("carl", carl_fraction=0.5) == [1.0, 0.0, 1.0, 1.0]  # 2 turns
+
+
+def test_gtpo_weights_tokens_by_their_share_of_the_groups_entropy():
+    # beta 0.5. traj 0 (A > 0): H 1.0, 0.2, mean 0.6: shares 1.666667, 0.333333 -> 1 + 0.5 (share - 1) = 1.333333, 0.666667
+    # traj 1 (A < 0): 1/H 0.5, 10, mean 5.25: shares 0.095238, 1.904762 -> 0.547619, 1.452381
+    assert _weights("gtpo", gtpo_beta=0.5) == pytest.approx([1.333333, 0.666667, 0.547619, 1.452381], abs=1e-5)
+
+
+def test_grpo_s_weights_trajectories_by_their_mean_entropy():
+    # one group, returns 1, 1, 0: A > 0 for trajectories 0 and 1 (mean entropies 1.0 and 3.0, mean 2.0:
+    # shares 0.5, 1.5 -> 0.75, 1.25 with beta 0.5); trajectory 2 alone with A < 0: share 1 -> 1
+    batch = build_batch([SampleSpec(0, "prr", entropy=[0, 0.5, 1.5]), SampleSpec(1, "pr", entropy=[0, 3.0]),
+                         SampleSpec(2, "pr", entropy=[0, 0.7])], traj_group=[4, 4, 4], traj_return=[1.0, 1.0, 0.0])
+    w = compute_token_weights(batch, CreditConfig(weighting="grpo-s", gtpo_beta=0.5))
+    assert w.tolist() == [[0.0, 0.75, 0.75, 0.0], [0.0, 1.25, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0]]
+    assert _weights("grpo-s", gtpo_beta=0.5) == [1.0, 1.0, 1.0, 1.0]  # each sign alone in its group
 
 
 def test_empg_modulates_and_centres_the_step_advantages():

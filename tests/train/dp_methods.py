@@ -56,8 +56,12 @@ def share(batch: RolloutBatch, ranks: Ranks) -> tuple[RolloutBatch, torch.Tensor
 
 
 def methods() -> list[tuple[str, CreditConfig, LossConfig]]:
-    """(name, credit, loss) for every registered estimator, weighting and policy loss (the others default)."""
+    """(name, credit, loss) for every registered estimator, weighting and policy loss (the others default),
+    installed plugins' included (loaded here, so that every process lists the same methods)."""
     from agentbench_af.credit import ADVANTAGE_ESTIMATORS, POLICY_LOSSES, TOKEN_WEIGHTINGS
+    from agentbench_af.plugins import CREDIT_GROUP, load_entry_points
+
+    load_entry_points(CREDIT_GROUP)
 
     out = [(f"estimator-{n}", CreditConfig(estimator=n), LossConfig()) for n in ADVANTAGE_ESTIMATORS]
     out += [(f"weighting-{n}", CreditConfig(weighting=n), LossConfig()) for n in TOKEN_WEIGHTINGS]
