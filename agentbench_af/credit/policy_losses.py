@@ -26,7 +26,8 @@ identity on one process, over every rank under data parallelism).
   minibatch the loss sees, across every rank (verl: per micro-batch, per rank); with rl.minibatches = 1
   that is the whole batch. The random draw of clip-cov is seeded by the global candidate count and
   made over the candidates sorted by Cov, so every rank (and one process) draws the same tokens; verl
-  draws from the global torch RNG.
+  draws from the global torch RNG. On-policy (log r = 0 up to rounding) the gradient of kl-cov's |log r|
+  is the sign of that rounding, as in verl: the penalty acts once the policy has moved.
 Log-ratios are clamped to +-20 before `exp`, so padded positions cannot overflow.
 """
 
