@@ -12,7 +12,7 @@ groups of two or more rollouts), gigpo (gigpo-step, needs step groups and groups
   sample_order, then position), rewards from token_rewards, values from batch.values; returns = A + V.
   The last generated token of a trajectory is terminal (V_next = 0), also for truncated episodes.
   With cfg.gae_whiten (default) the advantages are then whitened over all generated tokens of the batch
-  (`whiten`); the returns are not.
+  (`reduce.whiten`: over every rank's tokens under data parallelism); the returns are not.
 - gigpo-step: GiGPO (arXiv 2505.10978): A = A_episode (grpo) + omega * A_step. Turns of trajectories of
   one group with the same observation key form a step group; A_step is the discounted (cfg.gamma, per
   turn) return from that turn, normalised within its step group like grpo.
@@ -35,11 +35,12 @@ from agentbench_af.credit.groups import (
     normalise_in_groups,
     trajectory_token_order,
 )
+from agentbench_af.credit.reduce import whiten
 from agentbench_af.credit.registry import AdvantageOutput, Needs, register_advantage
 from agentbench_af.rollout.batch import RolloutBatch
 
 
-@register_advantage("gae", method="ppo", needs=Needs(critic=True))
+@register_advantage("gae", method="ppo", needs=Needs(critic=True), source="GAE, arXiv 1506.02438; PPO, arXiv 1707.06347")
 def gae(batch: RolloutBatch, cfg: CreditConfig) -> AdvantageOutput:
     if batch.values is None:
         raise ValueError(
@@ -73,13 +74,13 @@ def gae(batch: RolloutBatch, cfg: CreditConfig) -> AdvantageOutput:
     return AdvantageOutput(advantages, returns)
 
 
-@register_advantage("grpo", needs=Needs(groups=True))
+@register_advantage("grpo", needs=Needs(groups=True), source="GRPO, arXiv 2402.03300")
 def grpo(batch: RolloutBatch, cfg: CreditConfig) -> AdvantageOutput:
     per_traj = normalise_in_groups(batch.traj_return, batch.traj_group, cfg.grpo_norm_by_std)  # (N,)
     return AdvantageOutput(broadcast_trajectory(batch, per_traj))
 
 
-@register_advantage("rloo", needs=Needs(groups=True))
+@register_advantage("rloo", needs=Needs(groups=True), source="RLOO, arXiv 2402.14740")
 def rloo(batch: RolloutBatch, cfg: CreditConfig) -> AdvantageOutput:
     group, n = compact_ids(batch.traj_group)
     ret = batch.traj_return.double()  # (N,) float64: see normalise_in_groups
@@ -89,13 +90,6 @@ def rloo(batch: RolloutBatch, cfg: CreditConfig) -> AdvantageOutput:
     informative = (count > 1) & ~group_all_equal(ret, group, n)[group]  # (N,)
     per_traj = torch.where(informative, ret - baseline, torch.zeros_like(ret))  # (N,)
     return AdvantageOutput(broadcast_trajectory(batch, per_traj.float()))
-
-
-def whiten(x: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
-    """(M,) -> (M,): (x - mean) / sqrt(var + eps), var Bessel-corrected; one element gives 0."""
-    if x.numel() < 2:
-        return torch.zeros_like(x)
-    return (x - x.mean()) * torch.rsqrt(x.var(correction=1) + eps)
 
 
 def turn_rewards(batch: RolloutBatch, max_turns: int) -> torch.Tensor:
@@ -110,7 +104,8 @@ def turn_rewards(batch: RolloutBatch, max_turns: int) -> torch.Tensor:
     return group_sum(batch.token_rewards[row, col].float(), flat, n).view(batch.num_trajectories, max_turns)
 
 
-@register_advantage("gigpo-step", method="gigpo", needs=Needs(step_groups=True, groups=True))
+@register_advantage("gigpo-step", method="gigpo", needs=Needs(step_groups=True, groups=True),
+                    source="GiGPO, arXiv 2505.10978")
 def gigpo_step(batch: RolloutBatch, cfg: CreditConfig) -> AdvantageOutput:
     if batch.turn_obs_key is None:
         raise ValueError(

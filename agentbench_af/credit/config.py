@@ -27,6 +27,11 @@ Field meanings (docs/method.md is the reference for the weighting knobs):
 - format_role: whether `format` tokens count as reasoning (default) or action tokens.
 - top_entropy_fraction: the kept fraction of generated tokens for `top-entropy`.
 - gigpo_step_weight: omega in A = A_episode + omega * A_step (gigpo-step).
+- The neighbourhood's methods (credit/neighbours.py, credit/empg.py; docs/method.md): ar_alpha (AR: weight
+  ar_alpha * p + 1 - ar_alpha), stapo_prob and stapo_entropy_fraction (STAPO: silence positive-advantage
+  tokens with p below stapo_prob among the stapo_entropy_fraction lowest-entropy tokens of the batch),
+  aepo_beta (AEPO: weight 1 + aepo_beta * z(entropy)), carl_fraction (CARL: the kept share of turns),
+  empg_k, empg_k_f, empg_zeta (EMPG's k, k_f and zeta), gtpo_beta (GTPO / GRPO-S's entropy weight).
 """
 
 from __future__ import annotations
@@ -61,6 +66,15 @@ class CreditConfig:
     format_role: Literal["reasoning", "action"] = "reasoning"
     top_entropy_fraction: float = 0.2
     gigpo_step_weight: float = 1.0
+    ar_alpha: float = 0.3
+    stapo_prob: float = 0.01
+    stapo_entropy_fraction: float = 0.05
+    aepo_beta: float = 0.2
+    carl_fraction: float = 0.2
+    empg_k: float = 1.0
+    empg_k_f: float = 1.0
+    empg_zeta: float = 0.1
+    gtpo_beta: float = 0.1
 
     def __post_init__(self) -> None:
         estimator_spec(self.estimator)  # the registry knows nothing of this class: no import cycle
@@ -74,6 +88,15 @@ class CreditConfig:
             "w_max",
             "top_entropy_fraction",
             "gigpo_step_weight",
+            "ar_alpha",
+            "stapo_prob",
+            "stapo_entropy_fraction",
+            "aepo_beta",
+            "carl_fraction",
+            "empg_k",
+            "empg_k_f",
+            "empg_zeta",
+            "gtpo_beta",
         ):
             value = getattr(self, name)
             _check(
@@ -106,5 +129,11 @@ class CreditConfig:
             self.gigpo_step_weight >= 0.0,
             f"credit.gigpo_step_weight must be >= 0, got {self.gigpo_step_weight}",
         )
+        for name in ("ar_alpha", "stapo_prob"):
+            _check(0.0 <= getattr(self, name) <= 1.0, f"credit.{name} must be in [0, 1], got {getattr(self, name)}")
+        for name in ("stapo_entropy_fraction", "carl_fraction"):
+            _check(0.0 < getattr(self, name) <= 1.0, f"credit.{name} must be in (0, 1], got {getattr(self, name)}")
+        for name in ("aepo_beta", "empg_k", "empg_k_f", "empg_zeta", "gtpo_beta"):
+            _check(getattr(self, name) >= 0.0, f"credit.{name} must be >= 0, got {getattr(self, name)}")
         for name in ("gae_whiten", "grpo_norm_by_std", "preserve_mass"):
             _check(isinstance(getattr(self, name), bool), f"credit.{name} must be true or false")

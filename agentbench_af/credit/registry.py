@@ -1,4 +1,5 @@
-"""Name -> method registries for advantage estimators and token weightings, with what each one needs.
+"""Name -> method registries for the three axes of a method: advantage estimators, token weightings and
+policy losses, with what each one needs and the source it follows.
 
 A new method is one decorated function (in this package, in an installed plugin's `agentbench_af.credit`
 entry point, or in a module given to `--import`):
@@ -9,6 +10,12 @@ entry point, or in a module given to `--import`):
     @register_weighting("my-weights")
     def my_weights(batch: RolloutBatch, cfg: CreditConfig) -> torch.Tensor: ...  # (B, T)
 
+    @register_policy_loss("my-loss")
+    def my_loss(logprobs, old_logprobs, advantages, weights, mask, cfg, reduce) -> PolicyLossOutput: ...
+
+A run names the first two in `method` (`grpo+actfocus`) and the third in `loss.policy` (`gspo`);
+`source` (an arXiv id, a paper, a library) is what `agentbench-af methods` prints beside the name.
+
 An estimator's `method` is the name it takes in a run's `method` (`ppo` for `gae`; default: its own
 name). `needs` says what the harness must build or check: a critic (`batch.values`), a reference model
 (`batch.ref_logprobs`), step groups (`batch.turn_obs_key`), groups of two or more rollouts per prompt;
@@ -16,7 +23,7 @@ it is a `Needs` or a function of the credit
 config returning one (a weighting whose need depends on a knob). The first lookup of a name loads the
 installed plugins (`agentbench_af.plugins`). This module knows nothing of `CreditConfig` (the config
 validates names against it); the dispatchers live in `credit.compute`.
-Left out: per-method config classes (every knob lives in `CreditConfig`).
+Left out: per-method config classes (every knob lives in `CreditConfig`, a policy loss's in `LossConfig`).
 """
 
 from __future__ import annotations
@@ -51,7 +58,16 @@ class Needs:
                      self.step_groups or other.step_groups, self.groups or other.groups)
 
 
+@dataclass(frozen=True)
+class PolicyLossOutput:
+    per_token: torch.Tensor  # (B, T): the weighted per-token loss the harness aggregates (loss.agg)
+    metrics: dict[str, float]  # the loss's own diagnostics (fraction clipped, tokens selected, ...)
+
+
 AdvantageFn = Callable[[RolloutBatch, Any], AdvantageOutput]  # (batch, CreditConfig)
+# (logprobs, old_logprobs, advantages, weights, mask, LossConfig, credit.reduce.BatchReduce), tensors (B, T)
+PolicyLossFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, Any, Any],
+                        PolicyLossOutput]
 WeightFn = Callable[[RolloutBatch, Any], torch.Tensor]  # (batch, CreditConfig) -> (B, T)
 NeedsSpec = Needs | Callable[[Any], Needs]  # a Needs, or CreditConfig -> Needs
 
@@ -62,6 +78,7 @@ class EstimatorSpec:
     fn: AdvantageFn
     method: str  # its name in a run's `method` (base before the `+`)
     needs: NeedsSpec = Needs()
+    source: str = ""
 
 
 @dataclass(frozen=True)
@@ -69,10 +86,20 @@ class WeightingSpec:
     name: str
     fn: WeightFn
     needs: NeedsSpec = Needs()
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class PolicyLossSpec:
+    name: str
+    fn: PolicyLossFn
+    agg: str | None = None  # the aggregation it requires (Dr. GRPO's constant normaliser), None: any
+    source: str = ""
 
 
 ADVANTAGE_ESTIMATORS: dict[str, EstimatorSpec] = {}
 TOKEN_WEIGHTINGS: dict[str, WeightingSpec] = {}
+POLICY_LOSSES: dict[str, PolicyLossSpec] = {}
 
 
 def _check_name(name: str, kind: str) -> None:
@@ -80,8 +107,8 @@ def _check_name(name: str, kind: str) -> None:
         raise ValueError(f"{kind} name {name!r} must be non-empty lower-case text without '+'")
 
 
-def register_advantage(name: str, method: str | None = None,
-                       needs: NeedsSpec = Needs()) -> Callable[[AdvantageFn], AdvantageFn]:
+def register_advantage(name: str, method: str | None = None, needs: NeedsSpec = Needs(),
+                       source: str = "") -> Callable[[AdvantageFn], AdvantageFn]:
     """Register an estimator; `method` (default `name`) is its name in a run's `method`."""
     method = method or name
     _check_name(name, "advantage estimator")
@@ -94,13 +121,14 @@ def register_advantage(name: str, method: str | None = None,
         taken = [s.name for s in ADVANTAGE_ESTIMATORS.values() if s.method == method and s.name != name]
         if taken:
             raise ValueError(f"method {method!r} already names advantage estimator {taken[0]!r}")
-        ADVANTAGE_ESTIMATORS[name] = EstimatorSpec(name, fn, method, needs)
+        ADVANTAGE_ESTIMATORS[name] = EstimatorSpec(name, fn, method, needs, source)
         return fn
 
     return decorator
 
 
-def register_weighting(name: str, needs: NeedsSpec = Needs()) -> Callable[[WeightFn], WeightFn]:
+def register_weighting(name: str, needs: NeedsSpec = Needs(),
+                       source: str = "") -> Callable[[WeightFn], WeightFn]:
     """Register a token weighting under `name` (the part after `+` in a run's `method`)."""
     _check_name(name, "token weighting")
 
@@ -108,7 +136,22 @@ def register_weighting(name: str, needs: NeedsSpec = Needs()) -> Callable[[Weigh
         old = TOKEN_WEIGHTINGS.get(name)
         if old is not None and old.fn is not fn:
             raise ValueError(f"token weighting {name!r} is already registered")
-        TOKEN_WEIGHTINGS[name] = WeightingSpec(name, fn, needs)
+        TOKEN_WEIGHTINGS[name] = WeightingSpec(name, fn, needs, source)
+        return fn
+
+    return decorator
+
+
+def register_policy_loss(name: str, agg: str | None = None,
+                         source: str = "") -> Callable[[PolicyLossFn], PolicyLossFn]:
+    """Register a policy loss under `name` (a run's `loss.policy`); `agg`: the one aggregation it allows."""
+    _check_name(name, "policy loss")
+
+    def decorator(fn: PolicyLossFn) -> PolicyLossFn:
+        old = POLICY_LOSSES.get(name)
+        if old is not None and old.fn is not fn:
+            raise ValueError(f"policy loss {name!r} is already registered")
+        POLICY_LOSSES[name] = PolicyLossSpec(name, fn, agg, source)
         return fn
 
     return decorator
@@ -128,6 +171,10 @@ def estimator_spec(name: str) -> EstimatorSpec:
 
 def weighting_spec(name: str) -> WeightingSpec:
     return _lookup(TOKEN_WEIGHTINGS, "token weighting", name)
+
+
+def policy_loss_spec(name: str) -> PolicyLossSpec:
+    return _lookup(POLICY_LOSSES, "policy loss", name)
 
 
 def get_advantage_estimator(name: str) -> AdvantageFn:

@@ -11,7 +11,8 @@ with A the action tokens of t's trajectory (scope trajectory: over all of its sa
 sum to its number of generated tokens (a trajectory whose weights are all 0 stays 0).
 `uniform`: 1 on every generated token. `top-entropy` ("Beyond the 80/20 Rule", arXiv 2506.01939):
 1 on the ceil(fraction * M) highest-entropy generated tokens of the whole batch (per batch, as the
-paper; ties broken by batch position, row-major), 0 on the rest.
+paper; every rank's tokens under data parallelism, `reduce.top_fraction`; ties broken by batch position,
+row-major, rank 0 first), 0 on the rest.
 Left out: weights that depend on the advantage sign, and any re-normalisation by the loss (the loss
 denominator counts tokens, so downweighting is not normalised away).
 """
@@ -19,13 +20,13 @@ denominator counts tokens, so downweighting is not normalised away).
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import torch
 
 from agentbench_af.credit.config import CreditConfig
 from agentbench_af.credit.energy import token_energy
 from agentbench_af.credit.groups import compact_ids, group_sum, grouped_softmax
+from agentbench_af.credit.reduce import top_fraction
 from agentbench_af.credit.registry import Needs, register_weighting
 from agentbench_af.credit.roles import credit_roles
 from agentbench_af.formats.roles import Role
@@ -81,41 +82,38 @@ def energy_needs(cfg: CreditConfig) -> Needs:
     return Needs(reference=cfg.energy_source == "ref" and cfg.energy_lambda != 0.0)
 
 
-@register_weighting("uniform")
+@register_weighting("uniform", source="every generated token weighs 1 (the plain base method)")
 def uniform(batch: RolloutBatch, cfg: CreditConfig) -> torch.Tensor:
     return batch.response_mask.float()  # (B, T)
 
 
-@register_weighting("actfocus", needs=energy_needs)
+@register_weighting("actfocus", needs=energy_needs, source="ActFocus, this project (docs/method.md)")
 def actfocus(batch: RolloutBatch, cfg: CreditConfig) -> torch.Tensor:
     return actfocus_weights(batch, cfg, cfg.alpha, cfg.energy_lambda)
 
 
-@register_weighting("actfocus-entropy")
+@register_weighting("actfocus-entropy", source="ActFocus with entropy energy (docs/method.md)")
 def actfocus_entropy(batch: RolloutBatch, cfg: CreditConfig) -> torch.Tensor:
     """ActFocus with the energy read from the rollout's sampling entropy, whatever `credit.energy_source`
     says: the ablation named as a method, so tables keep it apart from `actfocus`."""
     return actfocus_weights(batch, dataclasses.replace(cfg, energy_source="entropy"), cfg.alpha, cfg.energy_lambda)
 
 
-@register_weighting("actfocus-reasoning-only")
+@register_weighting("actfocus-reasoning-only", source="ActFocus ablation: lam = 0 (docs/method.md)")
 def actfocus_reasoning_only(batch: RolloutBatch, cfg: CreditConfig) -> torch.Tensor:
     return actfocus_weights(batch, cfg, cfg.alpha, 0.0)
 
 
-@register_weighting("action-only")
+@register_weighting("action-only", source="ActFocus ablation: alpha = lam = 0 (docs/method.md)")
 def action_only(batch: RolloutBatch, cfg: CreditConfig) -> torch.Tensor:
     return actfocus_weights(batch, cfg, 0.0, 0.0)
 
 
-@register_weighting("top-entropy")
+@register_weighting("top-entropy", source="Beyond the 80/20 Rule, arXiv 2506.01939")
 def top_entropy(batch: RolloutBatch, cfg: CreditConfig) -> torch.Tensor:
     mask = batch.response_mask
     weights = torch.zeros(mask.shape, device=mask.device)  # (B, T)
     row, col = mask.nonzero(as_tuple=True)  # (M,), row-major
-    if row.numel() == 0:
-        return weights
-    keep = min(row.numel(), max(1, math.ceil(cfg.top_entropy_fraction * row.numel() - 1e-9)))
-    order = torch.argsort(batch.entropy[row, col].float(), descending=True, stable=True)[:keep]  # (k,)
-    weights[row[order], col[order]] = 1.0
+    keep = top_fraction(batch.entropy[row, col].float(), cfg.top_entropy_fraction)  # (M,) over the whole batch
+    weights[row[keep], col[keep]] = 1.0
     return weights

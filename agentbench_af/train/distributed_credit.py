@@ -1,63 +1,58 @@
 """Credit assignment on one rank's share of a data-parallel batch, equal to the one-process credit.
 
 Group statistics (grpo, rloo, gigpo-step) and per-trajectory ActFocus weights need nothing from other
-ranks, since a prompt's rollouts stay on one rank. Two built-ins read the whole batch and get their batch
-statistic from all ranks here: gae's whitening (the mean and variance over every generated token of the
-global batch) and top-entropy (the ceil(fraction * M) highest-entropy tokens of the global batch, ties
-broken by global row-major position: rank 0's rows first).
-Left out: third-party estimators and weightings that read batch-wide statistics (they see the rank's share).
+ranks, since a prompt's rollouts stay on one rank. A method that reads a batch statistic (gae's whitening,
+top-entropy's quantile, STEER's min-max range, a plugin's own) takes it through `credit.reduce`'s
+`batch_reduce()`; here that reduction is `RanksReduce`, which sums (max, min, concatenates) over every
+rank, so the statistic is the one-process statistic by construction, whatever the method's name.
+Left out: reductions for methods that bypass `batch_reduce()` (they see the rank's share).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import math
+from dataclasses import dataclass
 
 import torch
 
 from agentbench_af.credit import AdvantageOutput, CreditConfig, compute_advantages, compute_token_weights
+from agentbench_af.credit.reduce import LOCAL, BatchReduce, using_reduce
 from agentbench_af.rollout.batch import RolloutBatch
 from agentbench_af.train.distributed import Ranks, all_reduce, gather_objects
 
 
-def global_whiten(values: torch.Tensor, mask: torch.Tensor, ranks: Ranks, eps: float = 1e-8) -> torch.Tensor:
-    """(B, T) values whitened over the masked entries of every rank: (x - mean) / sqrt(var + eps), var
-    Bessel-corrected, float64 statistics; zero off the mask, and everywhere when fewer than 2 entries."""
-    x = values[mask].double()  # (M,)
-    stats = all_reduce(torch.stack([x.new_tensor(float(x.numel())), x.sum(), (x * x).sum()]), ranks)  # (3,)
-    n, total, squares = (float(v) for v in stats)
-    out = torch.zeros_like(values)
-    if n < 2:
-        return out
-    mean = total / n
-    var = max(squares - n * mean * mean, 0.0) / (n - 1)
-    out[mask] = ((x - mean) / math.sqrt(var + eps)).to(values.dtype)
-    return out
+@dataclass(frozen=True)
+class RanksReduce:
+    """`BatchReduce` over the ranks of a data-parallel run (collectives: every rank must call alike)."""
+
+    ranks: Ranks
+
+    def sum(self, x: torch.Tensor) -> torch.Tensor:
+        return all_reduce(x, self.ranks, "sum")
+
+    def max(self, x: torch.Tensor) -> torch.Tensor:
+        return all_reduce(x, self.ranks, "max")
+
+    def min(self, x: torch.Tensor) -> torch.Tensor:
+        return all_reduce(x, self.ranks, "min")
+
+    def cat(self, x: torch.Tensor) -> tuple[torch.Tensor, int]:
+        every = gather_objects(x.detach().cpu(), self.ranks)  # world x (M_r,)
+        offset = sum(e.numel() for e in every[:self.ranks.rank])
+        return torch.cat(every).to(x.device), offset
+
+
+def ranks_reduce(ranks: Ranks) -> BatchReduce:
+    """The batch reduction of `ranks`: `LOCAL` on one process, `RanksReduce` otherwise."""
+    return RanksReduce(ranks) if ranks.active else LOCAL
 
 
 def rank_advantages(batch: RolloutBatch, cfg: CreditConfig, ranks: Ranks) -> AdvantageOutput:
-    """`compute_advantages` on this rank's share; gae whitens with the global statistics."""
-    if not (ranks.active and cfg.estimator == "gae" and cfg.gae_whiten):
+    """`compute_advantages` on this rank's share, with batch statistics over every rank."""
+    with using_reduce(ranks_reduce(ranks)):
         return compute_advantages(batch, cfg)
-    raw = compute_advantages(batch, dataclasses.replace(cfg, gae_whiten=False))
-    return AdvantageOutput(global_whiten(raw.advantages, batch.response_mask, ranks), raw.returns)
 
 
 def rank_token_weights(batch: RolloutBatch, cfg: CreditConfig, ranks: Ranks) -> torch.Tensor:
-    """`compute_token_weights` on this rank's share; top-entropy selects over the global batch."""
-    if not (ranks.active and cfg.weighting == "top-entropy"):
+    """`compute_token_weights` on this rank's share, with batch statistics over every rank."""
+    with using_reduce(ranks_reduce(ranks)):
         return compute_token_weights(batch, cfg)
-    mask = batch.response_mask
-    weights = torch.zeros(mask.shape, device=mask.device)  # (B, T)
-    row, col = mask.nonzero(as_tuple=True)  # (M,), row-major
-    mine = batch.entropy[row, col].float().cpu()  # (M,)
-    every = gather_objects(mine, ranks)  # world x (M_r,)
-    total = sum(e.numel() for e in every)
-    if total == 0:
-        return weights
-    keep = min(total, max(1, math.ceil(cfg.top_entropy_fraction * total - 1e-9)))
-    order = torch.argsort(torch.cat(every), descending=True, stable=True)[:keep]  # (k,) global positions
-    offset = sum(e.numel() for e in every[:ranks.rank])
-    local = order[(order >= offset) & (order < offset + mine.numel())] - offset  # (k_r,)
-    weights[row[local], col[local]] = 1.0
-    return weights

@@ -1,7 +1,12 @@
 """PPO/GRPO loss pieces: per-token terms, their aggregation, and the metrics, as separate functions.
 
     per_token = clipped_surrogate(logprobs, old_logprobs, advantages, cfg)   # (B, T)
-    loss = agg_loss(weights * per_token, mask, cfg.agg)                     # = policy_loss(...)
+    loss = agg_loss(weights * per_token, mask, cfg.agg)                     # = policy_loss(...), ppo-clip
+
+`policy_loss` runs the policy loss `loss.policy` names (the registry in `agentbench_af.credit`: ppo-clip,
+the default, dr-grpo, gspo, cispo, sapo, clip-cov, kl-cov, or a plugin's) and aggregates its per-token
+loss with `loss.agg`. A policy loss that takes a batch statistic gets it over every rank when the update
+runs data-parallel (the caller passes the global `denominator`), and on its own rows otherwise.
 
 Token weights (ActFocus) multiply the policy surrogate only, never the value loss, the KL or the entropy
 term. `agg_loss` denominators count tokens (or sequences), never weights, so downweighting is not
@@ -17,9 +22,14 @@ from dataclasses import dataclass
 from typing import Literal
 
 import torch
+import torch.distributed as dist
+
+from agentbench_af.credit.policy_losses import clip_surrogate
+from agentbench_af.credit.policy_losses import log_ratio as _log_ratio
+from agentbench_af.credit.reduce import LOCAL, BatchReduce
+from agentbench_af.credit.registry import PolicyLossOutput, policy_loss_spec
 
 AGG_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum")
-LOG_RATIO_CLAMP = 20.0
 
 
 @dataclass(frozen=True)
@@ -27,7 +37,14 @@ class LossConfig:
     """Loss knobs. clip_eps_high defaults to 0.2 (symmetric PPO/GRPO clip, the baselines ActFocus plugs
     into); DAPO's clip-higher is clip_eps_high = 0.28. dual_clip: c > 1 bounds the loss of negative-
     advantage tokens at c * |A| (Ye et al. 2020), None disables. value_clip: PPO value clip range, None
-    disables. agg: see `agg_loss`."""
+    disables. agg: see `agg_loss`.
+    policy: the registered policy loss (`agentbench-af methods`). Its knobs: dr_grpo_tokens (dr-grpo's
+    constant normaliser, the generation budget in tokens), sapo_tau_pos / sapo_tau_neg (sapo's gate
+    temperatures for positive / negative advantages), clip_cov_ratio, cov_clip_low, cov_clip_high
+    (clip-cov: the share of tokens detached and the covariance window they are drawn from),
+    kl_cov_ratio, kl_cov_coef (kl-cov: the share penalised and the penalty's coefficient).
+    gspo reads clip_eps_low / clip_eps_high as its sequence-ratio clip (the paper: 3e-4 / 4e-4), cispo
+    clip_eps_high as its IS-weight cap 1 + eps."""
 
     clip_eps_low: float = 0.2
     clip_eps_high: float = 0.2
@@ -38,6 +55,15 @@ class LossConfig:
     kl_coef: float = 0.0
     entropy_coef: float = 0.0
     max_grad_norm: float = 1.0
+    policy: str = "ppo-clip"
+    dr_grpo_tokens: int = 1024
+    sapo_tau_pos: float = 1.0
+    sapo_tau_neg: float = 1.05
+    clip_cov_ratio: float = 2e-4
+    cov_clip_low: float = 1.0
+    cov_clip_high: float = 5.0
+    kl_cov_ratio: float = 2e-4
+    kl_cov_coef: float = 1.0
 
     def __post_init__(self) -> None:
         for name in (
@@ -61,10 +87,20 @@ class LossConfig:
             raise ValueError(f"loss.value_clip must be > 0 or null, got {self.value_clip}")
         if self.agg not in AGG_MODES:
             raise ValueError(f"loss.agg must be one of {', '.join(AGG_MODES)}, got {self.agg!r}")
-
-
-def _log_ratio(logprobs: torch.Tensor, old_logprobs: torch.Tensor) -> torch.Tensor:
-    return (logprobs - old_logprobs).clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)  # (B, T)
+        for name in ("sapo_tau_pos", "sapo_tau_neg", "clip_cov_ratio", "kl_cov_ratio"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                raise ValueError(f"loss.{name} must be a finite number > 0, got {value!r}")
+        for name in ("cov_clip_low", "cov_clip_high", "kl_cov_coef"):
+            if not (isinstance(getattr(self, name), (int, float)) and math.isfinite(getattr(self, name))):
+                raise ValueError(f"loss.{name} must be a finite number, got {getattr(self, name)!r}")
+        if not self.cov_clip_low < self.cov_clip_high:
+            raise ValueError(f"loss.cov_clip_low ({self.cov_clip_low}) must be below loss.cov_clip_high ({self.cov_clip_high})")
+        if isinstance(self.dr_grpo_tokens, bool) or not isinstance(self.dr_grpo_tokens, int) or self.dr_grpo_tokens < 1:
+            raise ValueError(f"loss.dr_grpo_tokens must be an integer >= 1, got {self.dr_grpo_tokens!r}")
+        spec = policy_loss_spec(self.policy)  # ValueError listing the registered names
+        if spec.agg is not None and self.agg != spec.agg:
+            raise ValueError(f"loss.policy={self.policy} aggregates with {spec.agg}; set loss.agg={spec.agg} (got {self.agg})")
 
 
 def clipped_surrogate(
@@ -85,12 +121,7 @@ def clipped_surrogate(
         eps_low, eps_high, dual_clip = cfg.clip_eps_low, cfg.clip_eps_high, cfg.dual_clip
     eps_high = eps_low if eps_high is None else eps_high
     ratio = torch.exp(_log_ratio(logprobs, old_logprobs))  # (B, T)
-    unclipped = -advantages * ratio  # (B, T)
-    clipped = -advantages * ratio.clamp(1.0 - eps_low, 1.0 + eps_high)  # (B, T)
-    loss = torch.maximum(unclipped, clipped)  # (B, T)
-    if dual_clip is not None:
-        loss = torch.where(advantages < 0, torch.minimum(loss, -dual_clip * advantages), loss)
-    return loss
+    return clip_surrogate(ratio, advantages, eps_low, eps_high, dual_clip)
 
 
 def agg_loss(per_token: torch.Tensor, mask: torch.Tensor, mode: str,
@@ -125,10 +156,40 @@ def policy_loss(
     cfg: LossConfig,
     denominator: torch.Tensor | float | None = None,
 ) -> torch.Tensor:
-    """agg_t(w_t * surrogate_t): the weighted policy-gradient loss (weights are detached here;
-    `denominator`: see `agg_loss`)."""
-    surrogate = clipped_surrogate(logprobs, old_logprobs, advantages, cfg)  # (B, T)
-    return agg_loss(weights.detach() * surrogate, mask, cfg.agg, denominator)
+    """agg_t(loss.policy's per-token loss, weighted by w_t): the policy-gradient loss (weights are
+    detached here; `denominator`: see `agg_loss`; given, the policy loss's batch statistics are taken
+    over every rank)."""
+    return policy_loss_terms(logprobs, old_logprobs, advantages, weights, mask, cfg, denominator)[0]
+
+
+def loss_reduce(denominator: torch.Tensor | float | None) -> BatchReduce:
+    """The batch reduction of a policy loss: over every rank when the caller passes global denominators
+    (a data-parallel update: `train.distributed.UpdateSync`) in a process group of several ranks, else
+    the identity."""
+    if denominator is None or not dist.is_initialized() or dist.get_world_size() < 2:
+        return LOCAL
+    from agentbench_af.train.distributed import Ranks  # noqa: PLC0415  (the one-process path needs none)
+    from agentbench_af.train.distributed_credit import RanksReduce  # noqa: PLC0415
+
+    return RanksReduce(Ranks(dist.get_rank(), dist.get_world_size()))
+
+
+def policy_loss_terms(
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    weights: torch.Tensor,
+    mask: torch.Tensor,
+    cfg: LossConfig,
+    denominator: torch.Tensor | float | None = None,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """`policy_loss` and the policy loss's own metrics."""
+    spec = policy_loss_spec(cfg.policy)
+    out = spec.fn(logprobs, old_logprobs, advantages, weights.detach(), mask, cfg, loss_reduce(denominator))
+    if not isinstance(out, PolicyLossOutput) or tuple(out.per_token.shape) != tuple(mask.shape):
+        got = tuple(out.per_token.shape) if isinstance(out, PolicyLossOutput) else type(out).__name__
+        raise ValueError(f"policy loss {cfg.policy!r} returned {got}, expected a PolicyLossOutput of shape {tuple(mask.shape)}")
+    return agg_loss(out.per_token, mask, cfg.agg, denominator), out.metrics
 
 
 def value_loss(

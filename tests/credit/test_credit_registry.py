@@ -30,7 +30,7 @@ def _builtin(table: dict) -> set[str]:
 
 
 def test_builtins_are_registered():
-    assert _builtin(ADVANTAGE_ESTIMATORS) == {"grpo", "rloo", "gae", "gigpo-step"}
+    assert _builtin(ADVANTAGE_ESTIMATORS) == {"grpo", "rloo", "gae", "gigpo-step", "empg"}
     assert _builtin(TOKEN_WEIGHTINGS) == {
         "uniform",
         "actfocus",
@@ -38,6 +38,13 @@ def test_builtins_are_registered():
         "actfocus-reasoning-only",
         "action-only",
         "top-entropy",
+        "steer",
+        "ar",
+        "stapo",
+        "aepo",
+        "carl",
+        "gtpo",
+        "grpo-s",
     }
 
 
@@ -46,7 +53,7 @@ def test_builtins_are_registered():
     [
         (
             {"estimator": "ppo2"},
-            "unknown advantage estimator 'ppo2'; registered: gae, gigpo-step, grpo, rloo",
+            "unknown advantage estimator 'ppo2'; registered: empg, gae, gigpo-step, grpo, rloo",
         ),
         (
             {"weighting": "focus"},
@@ -94,7 +101,7 @@ def test_dispatcher_rejects_names_removed_after_validation():
     cfg = CreditConfig(estimator="test-temporary")
     del ADVANTAGE_ESTIMATORS["test-temporary"]
     with pytest.raises(
-        ValueError, match="unknown advantage estimator 'test-temporary'; registered: gae, gigpo-step"
+        ValueError, match="unknown advantage estimator 'test-temporary'; registered: empg, gae, gigpo-step"
     ):
         compute_advantages(tiny_batch(), cfg)
 

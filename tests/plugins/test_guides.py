@@ -29,7 +29,7 @@ def test_guide_code_blocks_are_the_plugin_code(guide):
 
 def test_guides_show_every_plugin_module():
     text = "".join((ROOT / "docs" / g).read_text() for g in GUIDES)
-    for name in ("variants.py", "weighting.py"):
+    for name in ("variants.py", "weighting.py", "policy_loss.py"):
         source = (PLUGIN / "agentbench_lightsout" / name).read_text().rstrip("\n")
         assert source in text, f"{name} is not shown whole in the guides"
     assert (PLUGIN / "agentbench_lightsout" / "env.py").read_text().split("class LightsOutEnv")[1] in text

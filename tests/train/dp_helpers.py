@@ -41,6 +41,7 @@ class Case:
     entropy_coef: float = 0.0
     synced: bool = True  # False: DDP without the global denominators (the naive per-rank mean)
     credit: dict = field(default_factory=dict)
+    loss: dict = field(default_factory=dict)  # further LossConfig fields (loss.policy and its knobs)
 
 
 def one_update(warm_start: str, trajs: list, group_size: int, case: Case, ranks: Ranks) -> dict[str, torch.Tensor]:
@@ -65,7 +66,8 @@ def one_update(warm_start: str, trajs: list, group_size: int, case: Case, ranks:
     trained = parallel.wrap(plain)
     params = [p for m in trained.named().values() for p in m.parameters()]
     optimizer = torch.optim.SGD(params, lr=0.5)
-    loss_cfg = LossConfig(agg=case.agg, max_grad_norm=1e9, kl_coef=case.kl_coef, entropy_coef=case.entropy_coef)  # type: ignore[arg-type]
+    loss_cfg = LossConfig(agg=case.agg, max_grad_norm=1e9, kl_coef=case.kl_coef, entropy_coef=case.entropy_coef,  # type: ignore[arg-type]
+                          **case.loss)
     metrics = ppo_update(trained.lm, trained.value_head, optimizer,
                          UpdateInputs(batch, advantage.advantages, advantage.returns, weights), loss_cfg, 1, 1, 1.0,
                          torch.Generator().manual_seed(0), CPU, detach_critic=case.critic == "detached",

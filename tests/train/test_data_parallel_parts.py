@@ -11,14 +11,13 @@ import pytest
 import torch
 from train_helpers import FROZENLAKE, tiny_config
 
-from agentbench_af.credit.advantages import whiten
+from agentbench_af.credit.reduce import LOCAL, whiten
 from agentbench_af.models.policy import Policy
 from agentbench_af.rollout.collect import collect_rollouts
 from agentbench_af.rollout.engine import TransformersEngine
 from agentbench_af.rollout.to_batch import trajectories_to_batch
 from agentbench_af.rollout.types import RolloutConfig
 from agentbench_af.train.distributed import SINGLE, Ranks, UpdateSync, check_world, rank_seed, reduce_metrics
-from agentbench_af.train.distributed_credit import global_whiten
 from agentbench_af.train.distributed_eval import merge_counts, seed_block
 from agentbench_af.train.gather_batch import concat_batches
 
@@ -35,16 +34,25 @@ def test_one_process_denominators_are_the_batch_counts():
         sync.split(torch.arange(5), 6)
 
 
-def test_global_whiten_on_one_process_is_whiten():
+class _WithAnotherShare:
+    """A reduction whose sum adds another share's [count, sum, sum of squares] (whiten's one statistic)."""
+
+    def __init__(self, other: torch.Tensor) -> None:
+        o = other.double()
+        self.stats = torch.stack([o.new_tensor(float(o.numel())), o.sum(), (o * o).sum()])
+
+    def sum(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.stats
+
+
+def test_whiten_on_one_process_and_over_two_shares():
     values = torch.tensor([[1.0, 2.0, 9.0], [3.0, 7.0, 7.0], [5.0, 5.0, 5.0]])
-    out = global_whiten(values, MASK, SINGLE)
-    # 1, 2, 3: mean 2, Bessel variance 1 -> -1, 0, 1 (over sqrt(1 + 1e-8)); zero off the mask
-    assert out[MASK].tolist() == pytest.approx([-1.0, 0.0, 1.0], abs=1e-6)
-    assert torch.equal(out[~MASK], torch.zeros(6))
-    assert torch.allclose(out[MASK], whiten(values[MASK]), atol=1e-6)
-    one = torch.zeros(3, 3, dtype=torch.bool)
-    one[0, 0] = True  # a single entry has no variance: zero, as whiten gives
-    assert torch.equal(global_whiten(values, one, SINGLE), torch.zeros(3, 3))
+    # 1, 2, 3: mean 2, Bessel variance 1 -> -1, 0, 1 (over sqrt(1 + 1e-8))
+    assert whiten(values[MASK], reduce=LOCAL).tolist() == pytest.approx([-1.0, 0.0, 1.0], abs=1e-6)
+    assert whiten(torch.tensor([4.0]), reduce=LOCAL).tolist() == [0.0]  # a single entry has no variance
+    # shares [1, 2] and [3, 6]: mean 3, Bessel variance (4 + 1 + 0 + 9) / 3 = 14 / 3 -> (x - 3) / 2.160247
+    mine = whiten(torch.tensor([1.0, 2.0]), reduce=_WithAnotherShare(torch.tensor([3.0, 6.0])))  # type: ignore[arg-type]
+    assert mine.tolist() == pytest.approx([-0.9258201, -0.4629100], abs=1e-6)
 
 
 def test_seed_blocks_cover_the_seeds_once():

@@ -1,6 +1,8 @@
 """Two gloo ranks, each updating on its half of the prompts of a fixed batch, end with the parameters of one
 process updating on the whole batch (DDP and FSDP2; GRPO, GRPO+ActFocus, top-entropy, PPO with each critic;
-every loss aggregation; KL and entropy terms), and the naive per-rank mean does not (the check can fail)."""
+every loss aggregation; KL and entropy terms; a policy loss with batch statistics: clip-cov; gspo,
+sapo, steer, stapo and the empg estimator; every registered method on synthetic tensors:
+test_data_parallel_methods), and the naive per-rank mean does not (the check can fail)."""
 
 from __future__ import annotations
 
@@ -27,6 +29,12 @@ CASES = [
     Case("grpo-actfocus-seq-mean-token-sum", weighting="actfocus", agg="seq-mean-token-sum"),
     Case("grpo-top-entropy", weighting="top-entropy"),
     Case("grpo-kl-entropy", kl_coef=0.1, entropy_coef=0.01),
+    Case("grpo-steer-gspo", weighting="steer", loss={"policy": "gspo"}),
+    Case("grpo-clip-cov", loss={"policy": "clip-cov", "clip_cov_ratio": 0.05, "cov_clip_low": 0.2}),
+    # kl-cov is left to test_data_parallel_methods: on-policy, log r is rounding noise around 0 here, and
+    # the gradient of its |log r| penalty is the sign of that noise (+-1), which differs between any two
+    # forward passes of different padding
+    Case("empg-stapo-sapo", estimator="empg", weighting="stapo", loss={"policy": "sapo"}),
     Case("ppo-detached", estimator="gae", critic="detached"),
     Case("ppo-shared-seq-mean-token-sum", estimator="gae", critic="shared", agg="seq-mean-token-sum"),
     Case("ppo-separate", estimator="gae", critic="separate"),
