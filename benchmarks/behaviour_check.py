@@ -117,6 +117,10 @@ def compare(before: Path, after: Path) -> None:
     """Exit 1 unless every case's rows, curve and weight hash are identical."""
     failed = False
     for path in sorted(before.glob("*.json")):
+        if not (after / path.name).exists():
+            print(f"{path.stem:18s} MISSING in {after}")
+            failed = True
+            continue
         a, b = json.loads(path.read_text()), json.loads((after / path.name).read_text())
         same = a == b
         failed |= not same
