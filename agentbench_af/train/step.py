@@ -35,6 +35,7 @@ from agentbench_af.train.distributed_credit import rank_advantages, rank_token_w
 from agentbench_af.train.learner import Learner
 from agentbench_af.train.update import (
     Credit,
+    Parameters,
     UpdateSettings,
     forward,
     mean_metrics,
@@ -115,6 +116,7 @@ def update(learner: Learner, batch: RolloutBatch, cfg: TrainConfig,
         return scored, ppo_update(learner.trained, learner.optimizer, scored, credit_for(scored, cfg, ctx.ranks), s,
                                   ctx.generator)
     # one epoch of one minibatch: every row, in the order ppo_update would draw
+    params = Parameters.of(learner.trained)
     train_mode(learner.trained)
     (rows,) = minibatch_rows(batch.batch_size, s, ctx.generator)
     mb = batch.select(rows).crop().to(s.device)
@@ -122,4 +124,4 @@ def update(learner: Learner, batch: RolloutBatch, cfg: TrainConfig,
     scored = _scored_by(batch, rows, fwd.logprobs, fwd.entropy, mb.response_mask)
     mb = replace(mb, old_logprobs=fwd.logprobs.detach() * mb.response_mask)  # (b, t): the ratio is 1
     credit = credit_for(scored, cfg).rows(rows, mb.input_ids.shape[1], s.device)
-    return scored, mean_metrics([minibatch_step(learner.trained, learner.optimizer, mb, fwd, credit, s)])
+    return scored, mean_metrics([minibatch_step(learner.trained, params, learner.optimizer, mb, fwd, credit, s)])

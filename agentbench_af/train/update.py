@@ -33,7 +33,10 @@ class Credit(NamedTuple):
 
     def rows(self, chunk: torch.Tensor, width: int, device: torch.device) -> Credit:
         """Rows `chunk` (b,), the first `width` columns, on `device`."""
-        return Credit(*(None if t is None else t[chunk, :width].to(device) for t in self))  # (b, t) each
+        def cut(t: torch.Tensor) -> torch.Tensor:
+            return t[chunk, :width].to(device)  # (b, t)
+
+        return Credit(cut(self.advantages), None if self.returns is None else cut(self.returns), cut(self.weights))
 
 
 @dataclass(frozen=True)
@@ -82,20 +85,32 @@ def forward(modules: TrainModules, mb: RolloutBatch, s: UpdateSettings) -> Forwa
 
 
 
-def minibatch_step(modules: TrainModules, optimizer: torch.optim.Optimizer, mb: RolloutBatch, fwd: Forward,
-                   credit: Credit, s: UpdateSettings) -> dict[str, float]:
+class Parameters(NamedTuple):
+    """The trained parameters, read before any forward (an FSDP2 forward swaps unsharded ones in)."""
+
+    policy: list[torch.nn.Parameter]
+    critic: list[torch.nn.Parameter]  # the value head's or the separate critic's; [] without a critic
+
+    @classmethod
+    def of(cls, modules: TrainModules) -> Parameters:
+        critic = modules.value_head if modules.value_head is not None else modules.critic
+        return cls([p for p in modules.lm.parameters() if p.requires_grad],
+                   list(critic.parameters()) if critic is not None else [])
+
+
+def minibatch_step(modules: TrainModules, params: Parameters, optimizer: torch.optim.Optimizer, mb: RolloutBatch,
+                   fwd: Forward, credit: Credit, s: UpdateSettings) -> dict[str, float]:
     """Loss of one minibatch (its rows' `credit`, old log-probs in `mb`), backward, gradient clipping (the
     policy's and the critic's separately, each to `loss.max_grad_norm`, so that a large value loss cannot
     shrink the policy's step) and one optimizer step; returns the minibatch's metrics."""
     cfg, mask = s.loss, mb.response_mask  # (b, t)
     denom = s.sync.denominator(mask, cfg.agg) if s.sync is not None else None
     critic = modules.value_head if modules.value_head is not None else modules.critic
-    params = [p for p in modules.lm.parameters() if p.requires_grad]
-    critic_params = list(critic.parameters()) if critic is not None else []
     logs: dict[str, float] = {}
     total = L.policy_loss(fwd.logprobs, mb.old_logprobs, credit.advantages, credit.weights, mask, cfg, denom)
     logs["pg_loss"] = float(total.detach())
     if critic is not None and credit.returns is not None:
+        assert fwd.values is not None  # a forward with a critic has values
         old_values = mb.values if mb.values is not None else fwd.values.detach()
         vl = L.value_loss(fwd.values, old_values, credit.returns, mask, cfg, denom)
         total = total + cfg.value_coef * vl
@@ -110,9 +125,9 @@ def minibatch_step(modules: TrainModules, optimizer: torch.optim.Optimizer, mb: 
         total = total - cfg.entropy_coef * L.entropy_bonus(fwd.entropy, mask, cfg.agg, denom)
     optimizer.zero_grad(set_to_none=True)
     total.backward()
-    grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
-    if critic_params:
-        logs["critic_grad_norm"] = float(torch.nn.utils.clip_grad_norm_(critic_params, cfg.max_grad_norm))
+    grad_norm = torch.nn.utils.clip_grad_norm_(params.policy, cfg.max_grad_norm)
+    if params.critic:
+        logs["critic_grad_norm"] = float(torch.nn.utils.clip_grad_norm_(params.critic, cfg.max_grad_norm))
     optimizer.step()
     for key, value in L.policy_metrics(fwd.logprobs.detach(), mb.old_logprobs, mask, cfg).items():
         logs[key] = float(value)
@@ -146,11 +161,12 @@ def ppo_update(modules: TrainModules, optimizer: torch.optim.Optimizer, batch: R
     (`train.critic.SeparateCritic`)."""
     if modules.value_head is not None and modules.critic is not None:
         raise ValueError("ppo_update takes a value head on the policy or a separate critic, not both")
+    params = Parameters.of(modules)
     train_mode(modules)
     steps = []
     for _ in range(s.epochs):
         for chunk in minibatch_rows(batch.batch_size, s, generator):
             mb = batch.select(chunk).crop().to(s.device)
             rows = credit.rows(chunk, mb.input_ids.shape[1], s.device)
-            steps.append(minibatch_step(modules, optimizer, mb, forward(modules, mb, s), rows, s))
+            steps.append(minibatch_step(modules, params, optimizer, mb, forward(modules, mb, s), rows, s))
     return mean_metrics(steps)
