@@ -4,7 +4,7 @@ from importlib import import_module
 
 from agentbench_af.cli.app import app
 
-_COMMAND_MODULES = ("envs", "train", "diagnose", "results", "sweep", "reproduce", "verify")
+_COMMAND_MODULES = ("envs", "train", "config", "diagnose", "results", "sweep", "reproduce", "verify")
 
 for _name in _COMMAND_MODULES:
     try:
