@@ -97,7 +97,7 @@ class MethodCredit:
         return cfg.__dict__[self.slot]
 
 
-_CREDIT = MethodCredit()
+_CREDIT: Any = MethodCredit()  # Any: the field reads as a CreditConfig
 
 
 @dataclass(frozen=True)
@@ -272,7 +272,7 @@ class TrainConfig:
     #: how rollouts are sampled
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
     #: credit assignment; `estimator` and `weighting` come from `method`
-    credit: CreditConfig = _CREDIT  # type: ignore[assignment]  # a descriptor whose reads give CreditConfig
+    credit: CreditConfig = _CREDIT
     #: the loss terms
     loss: LossConfig = field(default_factory=LossConfig)
     #: the evaluation (the curve and the final-step success)

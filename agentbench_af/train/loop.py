@@ -107,8 +107,7 @@ def _train(cfg: TrainConfig, run, ranks: dp.Ranks, device: torch.device, autocas
                                    format_role=cfg.credit.format_role, settings=to_dict(cfg.diagnostic))
 
     def note_warm_start(batch: RolloutBatch) -> None:
-        """The warm-start policy's batch (step 0, before any update), scored, for the record (kept in
-        checkpoints); the step's update scores it again, to the same numbers (the pass is deterministic)."""
+        """The scored warm-start batch's diagnostic (step 0, before the update, which rescores it identically)."""
         whole = gather_batch(score(learner, batch, cfg, device), ranks, policy.pad_token_id)
         if whole is not None:
             progress.bottleneck_warm_start = snapshot(whole, 0).to_dict()
@@ -149,18 +148,10 @@ def _train(cfg: TrainConfig, run, ranks: dp.Ranks, device: torch.device, autocas
     final_batch = score_batch(policy.lm, collect(cfg.rl.steps)[0], cfg.rollout.temperature, device)
     final = progress.curve[-1] if progress.curve else evaluate(cfg.rl.steps)
     getattr(engine, "close", lambda: None)()  # a vLLM engine frees its memory
-    return finish_run(cfg, run, policy, env, warm, progress, final, final_batch, snapshot, ranks)
-
-
-def finish_run(cfg: TrainConfig, run, policy, env, warm, progress, final: dict, final_batch: RolloutBatch,
-               snapshot, ranks: dp.Ranks) -> RunRecord:
-    """Rank 0 writes the record (the final batch's diagnostic included); every rank returns it."""
-    final_whole = gather_batch(final_batch, ranks, policy.pad_token_id)
-    record = None
-    if final_whole is not None:
-        bottleneck = record_bottleneck(progress.bottleneck_warm_start, snapshot(final_whole, cfg.rl.steps))
-        record = run.finish(policy, run_record(cfg, policy.num_params, env, warm, progress, final, bottleneck,
-                                               ranks.world_size))
+    final_whole = gather_batch(final_batch, ranks, policy.pad_token_id)  # rank 0 writes the record, all return it
+    record = None if final_whole is None else run.finish(policy, run_record(
+        cfg, policy.num_params, env, warm, progress, final,
+        record_bottleneck(progress.bottleneck_warm_start, snapshot(final_whole, cfg.rl.steps)), ranks.world_size))
     return dp.broadcast_object(record, ranks)
 
 
