@@ -1,7 +1,10 @@
 """Typed configs from YAML and `key.sub=value` overrides, with one-line errors before any work starts.
 
 `load_config(Cls, path, overrides)` reads YAML into nested frozen dataclasses, rejecting unknown keys
-(with a "did you mean" hint) and values of the wrong type. `config_hash` is a stable digest of the
+(with a "did you mean" hint) and values of the wrong type (`_coerce`, whose check of a `Literal` field's
+choices a config also runs on itself when built in Python: `check_choices`). A field's documentation is
+the `#:` comment lines just above it in its class; `explain` renders a config's fields, types, defaults
+and documentation. `config_hash` is a stable digest of the
 resolved config with the seed removed, so runs that differ only in the seed share a hash prefix.
 Left out: environment-variable interpolation and config inheritance (YAML anchors cover it).
 """
@@ -10,7 +13,9 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import hashlib
+import inspect
 import json
 import re
 import types
@@ -113,6 +118,82 @@ def from_dict(cls: type[T], data: dict[str, Any], prefix: str = "") -> T:
         raise
     except (ValueError, TypeError) as exc:
         raise ConfigError(f"{prefix or cls.__name__}: {exc}") from exc
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    """`get_type_hints(cls)`, computed once per class."""
+    if cls not in _HINTS:
+        _HINTS[cls] = get_type_hints(cls)
+    return _HINTS[cls]
+
+
+def _has_literal(hint: Any) -> bool:
+    return get_origin(hint) is typing.Literal or any(_has_literal(a) for a in get_args(hint))
+
+
+def check_choices(cfg: Any, section: str) -> None:
+    """`_coerce`'s check (and message) of every `Literal` field of dataclass `cfg`, for a config built in
+    Python rather than read by `from_dict`; call it from `__post_init__`. `section` prefixes the key."""
+    hints = _hints(type(cfg))
+    for f in dataclasses.fields(cfg):
+        if _has_literal(hints[f.name]):
+            _coerce(getattr(cfg, f.name), hints[f.name], f"{section}.{f.name}")
+
+
+@functools.cache
+def field_docs(cls: type) -> dict[str, str]:
+    """{field name: its documentation}: the `#:` comment lines directly above the field in the class
+    body, joined ("" when it has none)."""
+    lines, _ = inspect.getsourcelines(cls)
+    docs: dict[str, str] = {}
+    pending: list[str] = []
+    for line in lines[1:]:
+        text = line.strip()
+        if text.startswith("#:"):
+            pending.append(text[2:].strip())
+            continue
+        match = re.match(r"([A-Za-z_]\w*)\s*:", text) if line.startswith("    ") and not line.startswith("     ") else None
+        if match and match.group(1) in {f.name for f in dataclasses.fields(cls)}:
+            docs[match.group(1)] = " ".join(pending)
+        pending = []
+    return docs
+
+
+def _type_name(hint: Any) -> str:
+    if get_origin(hint) is typing.Literal:
+        return " | ".join(repr(a) for a in get_args(hint))
+    if isinstance(hint, type) and not get_args(hint):
+        return hint.__name__
+    return str(hint).replace("typing.", "")
+
+
+def _default(f: dataclasses.Field) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return dataclasses.MISSING
+
+
+def explain(cls: type, section: str = "") -> list[tuple[str, str, str, str]]:
+    """(key, type, default, documentation) of every field of config class `cls`, nested sections
+    recursively (their own row first), keys prefixed by `section`."""
+    hints, docs = _hints(cls), field_docs(cls)
+    rows = []
+    for f in dataclasses.fields(cls):
+        key = f"{section}.{f.name}" if section else f.name
+        hint = hints[f.name]
+        if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+            rows.append((key, "section", "", docs.get(f.name, "")))
+            rows.extend(explain(hint, key))
+            continue
+        default = _default(f)
+        shown = "(required)" if default is dataclasses.MISSING else json.dumps(default, default=list)
+        rows.append((key, _type_name(hint), shown, docs.get(f.name, "")))
+    return rows
 
 
 #: field metadata of an optional setting added after results were recorded: left out of `to_dict` while

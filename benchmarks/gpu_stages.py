@@ -10,7 +10,7 @@ Stages:
 - `qwen-0.5b`: a random-weight model of Qwen2.5-0.5B-Instruct's exact shape (its config values and its
   151,936-row vocabulary), weights saved in bf16 as the released checkpoints are, under the `paper`
   preset's recipe: one collection of a paper-sized batch (8 prompts x 16 rollouts, 400 new tokens a turn)
-  with the transformers engine, then one GRPO update (`train.step.update_on_batch`, the loop's step-0
+  with the transformers engine, then one GRPO update (`train.step.update`, the loop's step-0
   path: scoring pass, credit, `ppo_update` with 4 minibatches, bf16 autocast).
 - `qwen-1.5b`, `qwen-3b`: the same update on the 0.5B stage's batch (or, without it, on a batch collected
   by a small random Qwen with the same tokenizer).
@@ -40,7 +40,6 @@ forward and the response-only logits, so it is an approximation (the usual one, 
 from __future__ import annotations
 
 import argparse
-import copy
 import gc
 import json
 import os
@@ -204,9 +203,10 @@ def collect_batch(cfg, policy, autocast, seed: int = 0):
 
 
 def timed_update(cfg, model_dir: Path, batch, device: torch.device, autocast) -> dict:
-    """`update_on_batch` (the loop's scored step) on a fresh learner; seconds, peak memory, weight change."""
+    """`train.step.update` (the loop's step, on a batch its own engine sampled) on a fresh learner; seconds,
+    peak memory, weight change."""
     from agentbench_af.train.learner import build_learner
-    from agentbench_af.train.step import update_on_batch
+    from agentbench_af.train.step import StepContext, update
 
     learner = build_learner(cfg, model_dir, device)
     lm = learner.trained.lm
@@ -215,7 +215,8 @@ def timed_update(cfg, model_dir: Path, batch, device: torch.device, autocast) ->
     base = peak_reset(device)
     sync(device)
     t0 = time.perf_counter()
-    _, metrics = update_on_batch(lm, batch, cfg, learner.optimizer, torch.Generator().manual_seed(0), device, autocast)
+    ctx = StepContext(torch.Generator().manual_seed(0), device, autocast, on_policy=True)
+    _, metrics = update(learner, batch, cfg, ctx)
     sync(device)
     seconds = time.perf_counter() - t0
     peak = peak_bytes(device)
@@ -307,7 +308,8 @@ def stage_tiny(args) -> dict:
     from agentbench_af.config import read_config_mapping
     from agentbench_af.models.policy import build_policy
     from agentbench_af.train.config import train_config_from_dict
-    from agentbench_af.train.step import update_on_batch
+    from agentbench_af.train.learner import build_learner
+    from agentbench_af.train.step import StepContext, update
 
     name = "tiny-0.2m" if args.tiny else "tiny-7m"
     small = ["rl.prompts_per_step=2", "rollout.group_size=2", "rollout.max_new_tokens=16"] if args.tiny else []
@@ -315,20 +317,18 @@ def stage_tiny(args) -> dict:
                                [f"model.name={name}", f"env.id={ENV}", "model.tokenizer_episodes=50", *small])
     cfg = train_config_from_dict(base)
     policy = build_policy(name, [ENV], cfg.model.vocab_size, cfg.model.tokenizer_episodes, 0)
-    start = copy.deepcopy(policy.lm.state_dict())
+    start_dir = policy.save(Path(args.work) / "tiny-start")  # each device's learner loads the same weights
     out = {"model": name, "params": policy.num_params, "rollouts": cfg.rl.prompts_per_step * cfg.rollout.group_size,
            "max_new_tokens": cfg.rollout.max_new_tokens}
     for where in dict.fromkeys([args.device, "cpu"]):
         device = torch.device(where)
         torch.set_num_threads(1 if args.tiny else os.cpu_count() or 1)  # the dry run shares a loaded CPU
-        policy.lm.load_state_dict(start)
-        policy.lm.to(device)
+        learner = build_learner(cfg, start_dir, device)
         autocast = torch.bfloat16 if device.type == "cuda" else None
-        batch, t_collect, generated = collect_batch(cfg, policy, autocast)
-        optimizer = torch.optim.AdamW(policy.lm.parameters(), lr=cfg.rl.lr)
+        batch, t_collect, generated = collect_batch(cfg, learner.policy, autocast)
         sync(device)
         t0 = time.perf_counter()
-        update_on_batch(policy.lm, batch, cfg, optimizer, torch.Generator().manual_seed(0), device, autocast)
+        update(learner, batch, cfg, StepContext(torch.Generator().manual_seed(0), device, autocast, on_policy=True))
         sync(device)
         t_update = time.perf_counter() - t0
         out[where] = {"collect_seconds": t_collect, "update_seconds": t_update, "step_seconds": t_collect + t_update,
@@ -433,7 +433,7 @@ def stage_dp_probe(args) -> dict:
 
     from agentbench_af.train import distributed as dp
     from agentbench_af.train.learner import build_learner
-    from agentbench_af.train.loop import scored_update
+    from agentbench_af.train.step import StepContext, update
 
     strategy = args.stage.removeprefix("nccl-")
     device = torch.device(args.device)
@@ -462,11 +462,11 @@ def stage_dp_probe(args) -> dict:
         initial = {k: v.detach().float().cpu().clone() for k, v in plain.policy.lm.state_dict().items()}
         dtype = next(plain.policy.lm.parameters()).dtype
         results = {}
-        for name, learner, r, s in (("plain", plain, dp.SINGLE, None),
-                                    (strategy, build_learner(cfg, model_dir, device, ranks), ranks, dp.UpdateSync(ranks))):
+        # the step builds `UpdateSync(ranks)` itself where the ranks are active
+        for name, learner, r in (("plain", plain, dp.SINGLE), (strategy, build_learner(cfg, model_dir, device, ranks), ranks)):
             sync(device)
             t0 = time.perf_counter()
-            scored_update(cfg, learner, batch, torch.Generator().manual_seed(0), device, autocast, r, s, lambda _: None)
+            update(learner, batch, cfg, StepContext(torch.Generator().manual_seed(0), device, autocast, r))
             learner.parallel.after_update()
             sync(device)
             state = learner.model_state()["lm"]

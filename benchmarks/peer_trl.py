@@ -10,8 +10,8 @@ runs with gradient checkpointing and bf16 off, `loss_type="dapo"` (token mean ov
 decoded completion. The prompt token ids of both are checked equal before anything is timed.
 
 Our step is the training loop's: `collect_rollouts` (environment steps included), `trajectories_to_batch`
-and `train.step.update_on_batch` (the on-policy shortcut where `scores_in_update` allows it;
-`--score-pass` forces the separate scoring pass). TRL's step is timed from its trainer's `on_step_begin`
+and `train.step.update` (the on-policy shortcut where `fuses_scoring` allows it; `--score-pass` forces
+the separate scoring pass). TRL's step is timed from its trainer's `on_step_begin`
 to `on_step_end` (generation, reward, forward, backward, clipping, optimizer step); its generation and
 reward calls are timed by wrapping the trainer's methods. The steps alternate one by one inside one TRL
 training run (our step runs in a `TrainerCallback`): ours, TRL, TRL, ours, ... so each adjacent pair ran
@@ -48,14 +48,14 @@ from tabulate import tabulate
 
 import agentbench_af
 from agentbench_af.formats.prompts import turn_message
-from agentbench_af.models.policy import Policy
 from agentbench_af.results.record import git_commit
 from agentbench_af.rollout.collect import collect_rollouts
 from agentbench_af.rollout.engine import TransformersEngine
 from agentbench_af.rollout.seeds import draw_train_seeds
 from agentbench_af.rollout.to_batch import trajectories_to_batch
 from agentbench_af.train.config import EnvConfig, ModelConfig, RLConfig, TrainConfig
-from agentbench_af.train.step import scores_in_update, update_on_batch
+from agentbench_af.train.learner import build_learner
+from agentbench_af.train.step import StepContext, samples_on_policy, update
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rollout_throughput import warm_policy  # noqa: E402
@@ -117,10 +117,13 @@ class OurStep:
 
     def __init__(self, model_dir: Path, cfg: TrainConfig, seeds: list[int], score_pass: bool) -> None:
         self.cfg, self.seeds = cfg, seeds
-        self.policy = Policy.load(model_dir, CPU)
+        self.learner = build_learner(cfg, model_dir, CPU)
+        self.policy = self.learner.policy
         self.engine = TransformersEngine(self.policy.lm, self.policy.pad_token_id, cfg.rollout.max_batch_size)
-        self.optimizer = torch.optim.AdamW(self.policy.lm.parameters(), lr=cfg.rl.lr, weight_decay=cfg.rl.weight_decay)
-        self.shortcut = not score_pass and scores_in_update(cfg, self.policy.lm, self.engine)
+        # a constant learning rate (the learner's schedule would warm it up)
+        self.learner.optimizer = torch.optim.AdamW(self.policy.lm.parameters(), lr=cfg.rl.lr,
+                                                   weight_decay=cfg.rl.weight_decay)
+        self.on_policy = not score_pass and samples_on_policy(self.engine, self.learner)
         self.count = 0
 
     def prompt_ids(self) -> list[list[int]]:
@@ -135,8 +138,8 @@ class OurStep:
         t_gen = time.perf_counter() - t0
         batch = trajectories_to_batch(trajs, cfg.rollout.context_mode, self.policy.pad_token_id)
         self.count += 1
-        update_on_batch(self.policy.lm, batch, cfg, self.optimizer, torch.Generator().manual_seed(self.count), CPU,
-                        score_in_update=self.shortcut)
+        update(self.learner, batch, cfg, StepContext(torch.Generator().manual_seed(self.count), CPU,
+                                                     on_policy=self.on_policy))
         return StepTime(time.perf_counter() - t0, t_gen, 0.0, sum(t.num_generated_tokens for t in trajs))
 
 

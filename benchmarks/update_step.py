@@ -55,8 +55,9 @@ from agentbench_af.rollout.seeds import draw_train_seeds
 from agentbench_af.rollout.to_batch import trajectories_to_batch
 from agentbench_af.rollout.types import RolloutConfig
 from agentbench_af.train.config import TrainConfig
+from agentbench_af.train.data_parallel import TrainModules
 from agentbench_af.train.loss import LossConfig
-from agentbench_af.train.update import UpdateInputs, ppo_update
+from agentbench_af.train.update import Credit, UpdateSettings, ppo_update
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rollout_throughput import warm_policy  # noqa: E402
@@ -182,8 +183,9 @@ def run_step(policy, value_head, snapshot, batch, cfg: TrainConfig, device, auto
         advantage = compute_advantages(batch, cfg.credit)
         weights = compute_token_weights(batch, cfg.credit)
         t_weights = time.perf_counter() - t0
-        ppo_update(policy.lm, value_head, optimizer, UpdateInputs(batch, advantage.advantages, advantage.returns, weights),
-                   LossConfig(), 1, 1, 1.0, gen, device, autocast)
+        ppo_update(TrainModules(policy.lm, value_head), optimizer, batch,
+                   Credit(advantage.advantages, advantage.returns, weights),
+                   UpdateSettings(LossConfig(), device, autocast_dtype=autocast), gen)
         if device.type == "cuda":
             torch.cuda.synchronize()
         seconds = time.perf_counter() - t0

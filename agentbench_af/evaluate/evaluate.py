@@ -1,13 +1,15 @@
 """Final-step success: the success rate on a fixed evaluation seed set, with its protocol recorded.
 
 The evaluation seeds are the first `episodes` seeds of the environment variant's evaluation range,
-disjoint from its training range, so every method and run is scored on the same instances.
+disjoint from its training range, so every method and run is scored on the same instances. A result is
+computed from `EvalCounts`, sums over episodes and turns that add up over any split of the seeds (a
+data-parallel run sums its ranks' counts: `train.distributed_eval`).
 Left out: best-of-n or pass@k metrics (the project reports final-step success only).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 
 import agentbench_af
 from agentbench_af.formats.chat import ChatFormat
@@ -37,17 +39,34 @@ def eval_seeds(env_id: str, episodes: int, env_kwargs: dict | None = None) -> li
     return list(range(lo, lo + episodes))
 
 
+@dataclass(frozen=True)
+class EvalCounts:
+    """Sums over a set of evaluation episodes; `+` merges disjoint sets, `result()` gives the rates."""
+
+    episodes: int = 0
+    successes: int = 0
+    reward: float = 0.0  # summed episode rewards
+    turns: int = 0
+    valid: int = 0  # turns with a valid action
+    effective: int = 0  # turns whose action changed the state
+
+    @classmethod
+    def of(cls, trajs: list[Trajectory]) -> EvalCounts:
+        turns = [t for tr in trajs for t in tr.turns]
+        return cls(len(trajs), sum(tr.success for tr in trajs), sum(tr.total_reward for tr in trajs), len(turns),
+                   sum(t.valid for t in turns), sum(t.effective for t in turns))
+
+    def __add__(self, other: EvalCounts) -> EvalCounts:
+        return EvalCounts(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
+
+    def result(self) -> EvalResult:
+        n, turns = max(self.episodes, 1), max(self.turns, 1)
+        return EvalResult(success=self.successes / n, mean_reward=self.reward / n, valid_rate=self.valid / turns,
+                          effective_rate=self.effective / turns, mean_turns=self.turns / n, episodes=self.episodes)
+
+
 def summarise(trajs: list[Trajectory]) -> EvalResult:
-    turns = [t for tr in trajs for t in tr.turns]
-    n = max(len(trajs), 1)
-    return EvalResult(
-        success=sum(tr.success for tr in trajs) / n,
-        mean_reward=sum(tr.total_reward for tr in trajs) / n,
-        valid_rate=sum(t.valid for t in turns) / max(len(turns), 1),
-        effective_rate=sum(t.effective for t in turns) / max(len(turns), 1),
-        mean_turns=len(turns) / n,
-        episodes=len(trajs),
-    )
+    return EvalCounts.of(trajs).result()
 
 
 def evaluate_policy(

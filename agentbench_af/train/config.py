@@ -4,11 +4,13 @@ A method is `estimator x weighting` written as `base[+weighting]`: `base` is an 
 (built in: `ppo` = GAE with a value head, `grpo`, `rloo`, `gigpo` = step-level groups) and `weighting`
 a registered token weighting (built in: `actfocus`, `actfocus-reasoning-only`, `action-only`,
 `top-entropy`, or `uniform`, the default), both read from the credit registry. `method` is the only
-place they are chosen: it fills `credit.estimator` and `credit.weighting`, and a different value given
-for either is an error; set the other `credit.*` knobs directly. What the pair needs (a critic, a
+place they are chosen: `credit.estimator` and `credit.weighting` are derived from it on every read
+(`MethodCredit`), and a different value given for either is an error; set the other `credit.*` knobs
+directly. What the pair needs (a critic, a
 reference model) comes from their registrations. `imports` names modules to import before the config
 is built (plugins that register methods or environments; `train_config_from_dict` imports them).
-Saved beside every result.
+Every field is documented by the `#:` comment lines above it (`agentbench-af config --explain` prints
+them). Saved beside every result.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from agentbench_af.config import OMIT_WHEN_UNSET, ConfigError, from_dict
+from agentbench_af.config import OMIT_WHEN_UNSET, ConfigError, check_choices, from_dict
 from agentbench_af.credit.config import CreditConfig
 from agentbench_af.plugins import PluginError, import_modules
 from agentbench_af.rollout.types import RolloutConfig
@@ -69,21 +71,58 @@ def method_conflict(method: str, credit: dict[str, Any]) -> str | None:
     return None
 
 
+class MethodCredit:
+    """The `credit` field of `TrainConfig`, a derived value: the section as given, read back with
+    `estimator` and `weighting` from the config's `method` (the one place they are chosen). A data
+    descriptor, so that construction, `dataclasses.replace`, `asdict` (hence the config hash) and equality
+    all see the derived section."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot = f"_{name}_given"
+
+    def __get__(self, cfg: Any, owner: type | None = None) -> CreditConfig:
+        if cfg is None:
+            return CreditConfig()  # the field's default
+        given: CreditConfig = cfg.__dict__[self.slot]
+        estimator, weighting = parse_method(cfg.method)
+        if (given.estimator, given.weighting) == (estimator, weighting):
+            return given
+        return dataclasses.replace(given, estimator=estimator, weighting=weighting)
+
+    def __set__(self, cfg: Any, given: CreditConfig) -> None:
+        cfg.__dict__[self.slot] = given  # once, by the frozen dataclass's __init__
+
+    def given(self, cfg: Any) -> CreditConfig:
+        """The section as it was given (its `estimator`/`weighting` may be the defaults, left unset)."""
+        return cfg.__dict__[self.slot]
+
+
+_CREDIT: Any = MethodCredit()  # Any: the field reads as a CreditConfig
+
+
 @dataclass(frozen=True)
 class EnvConfig:
+    #: the environment id (`agentbench-af envs` lists them)
     id: str = "FrozenLake-4x4-v0"
-    overrides: dict[str, Any] = field(default_factory=dict)  # variant fields, e.g. {max_turns: 6}
+    #: variant fields, e.g. {max_turns: 6}
+    overrides: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class ModelConfig:
-    name: str = "tiny-0.2m"  # a tiny-family name (tiny-0.12m, tiny-0.2m, tiny-0.7m, tiny-2m, tiny-7m, tiny-30m); ignored when `path` is set
-    path: str | None = None  # a Hugging Face model directory or id (GPU path), loaded offline
-    vocab_size: int = 512  # tiny tokenizer vocabulary (byte-level BPE trained on expert text)
-    tokenizer_episodes: int = 300  # expert episodes whose text trains the tokenizer
-    dtype: Literal["auto", "float32", "bfloat16"] = "auto"  # auto: bf16 on GPU, fp32 on CPU
+    #: a tiny-family name (tiny-0.12m, tiny-0.2m, tiny-0.7m, tiny-2m, tiny-7m, tiny-30m); ignored when `path` is set
+    name: str = "tiny-0.2m"
+    #: a Hugging Face model directory or id (GPU path), loaded offline
+    path: str | None = None
+    #: tiny tokenizer vocabulary (byte-level BPE trained on expert text)
+    vocab_size: int = 512
+    #: expert episodes whose text trains the tokenizer
+    tokenizer_episodes: int = 300
+    #: auto: bf16 on GPU, fp32 on CPU
+    dtype: Literal["auto", "float32", "bfloat16"] = "auto"
 
     def __post_init__(self) -> None:
+        check_choices(self, "model")
         _check_counts(self, "model", vocab_size=1, tokenizer_episodes=1)
 
 
@@ -91,54 +130,68 @@ class ModelConfig:
 class SFTConfig:
     """Warm start on expert demonstrations; `steps` is the budget knob for a partial policy."""
 
+    #: optimizer steps of the warm start (0: the untrained model)
     steps: int = 200
+    #: demonstration sequences per step
     batch_size: int = 32
+    #: peak learning rate
     lr: float = 1e-3
+    #: steps of linear warm-up to `lr`
     warmup_steps: int = 10
-    episodes: int = 2000  # expert episodes from the training seed range
-    # learning rate after warm-up: constant, or cosine decay to 0 at the last step (the final weights are
-    # then not one noisy step of a constant-rate walk)
+    #: expert episodes from the training seed range
+    episodes: int = 2000
+    #: learning rate after warm-up: constant, or cosine decay to 0 at the last step (the final weights are
+    #: then not one noisy step of a constant-rate walk)
     schedule: Literal["constant", "cosine"] = "constant"
-    # the warm start's seed (model init, demonstration seeds, batch order); None: the run's seed. A fixed
-    # value lets a sweep's seeds share one warm start, so they differ in RL and evaluation only
+    #: the warm start's seed (model init, demonstration seeds, batch order); None: the run's seed. A fixed
+    #: value lets a sweep's seeds share one warm start, so they differ in RL and evaluation only
     seed: int | None = field(default=None, metadata=OMIT_WHEN_UNSET)
 
     def __post_init__(self) -> None:
+        check_choices(self, "sft")
         _check_counts(self, "sft", ("lr",), steps=0, batch_size=1, warmup_steps=0, episodes=1)
-        if self.schedule not in ("constant", "cosine"):
-            raise ValueError(f"sft.schedule must be constant or cosine, got {self.schedule!r}")
 
 
 @dataclass(frozen=True)
 class RLConfig:
+    #: RL updates (each on one freshly collected batch)
     steps: int = 30
-    prompts_per_step: int = 16  # seeds per step; each gets rollout.group_size rollouts
+    #: seeds per step; each gets rollout.group_size rollouts
+    prompts_per_step: int = 16
+    #: the policy's peak learning rate
     lr: float = 1e-4
+    #: the critic's learning rate (value head or separate critic)
     critic_lr: float = 1e-3
+    #: steps of linear warm-up to the learning rates
     warmup_steps: int = 3
+    #: passes over each step's batch
     epochs: int = 1
-    minibatches: int = 1  # optimizer steps per epoch
+    #: optimizer steps per epoch
+    minibatches: int = 1
+    #: AdamW weight decay
     weight_decay: float = 0.0
-    # gae's critic. detached: a value head on the policy's last hidden state whose loss trains the head
-    # only (a linear critic on the policy's features); shared: the value loss also trains the policy's
-    # trunk; separate: its own copy of the warm start's trunk plus a head (train.critic), as verl does.
+    #: gae's critic. detached: a value head on the policy's last hidden state whose loss trains the head
+    #: only (a linear critic on the policy's features); shared: the value loss also trains the policy's
+    #: trunk; separate: its own copy of the warm start's trunk plus a head (train.critic), as verl does
     critic: Literal["detached", "shared", "separate"] = "detached"
 
     def __post_init__(self) -> None:
+        check_choices(self, "rl")
         _check_counts(self, "rl", ("lr", "critic_lr"), steps=0, prompts_per_step=1, warmup_steps=0, epochs=1,
                       minibatches=1, weight_decay=0)
-        if self.critic not in ("detached", "shared", "separate"):
-            raise ValueError(f"rl.critic must be detached, shared or separate, got {self.critic!r}")
 
 
 @dataclass(frozen=True)
 class EvalConfig:
-    episodes: int = 128  # the first `episodes` seeds of the environment's evaluation range
-    temperature: float = 0.0  # 0: greedy
-    every: int = 10  # RL steps between evaluations (the curve); the final step is always evaluated
-    # also evaluate greedily (temperature 0) at step 0 and after the last update: the curve rows of those
-    # steps and the record's final_metrics get `greedy_success`, `greedy_valid_rate`, ... (measurement only:
-    # left out of the config hash; training draws the same random numbers either way)
+    #: the first `episodes` seeds of the environment's evaluation range
+    episodes: int = 128
+    #: sampling temperature of the evaluation; 0: greedy
+    temperature: float = 0.0
+    #: RL steps between evaluations (the curve); the final step is always evaluated
+    every: int = 10
+    #: also evaluate greedily (temperature 0) at step 0 and after the last update: the curve rows of those
+    #: steps and the record's final_metrics get `greedy_success`, `greedy_valid_rate`, ... (measurement only:
+    #: left out of the config hash; training draws the same random numbers either way)
     also_greedy: bool = False
 
     def __post_init__(self) -> None:
@@ -147,29 +200,37 @@ class EvalConfig:
 
 @dataclass(frozen=True)
 class RunConfig:
+    #: seeds everything of the run (and the warm start, unless sft.seed is set)
     seed: int = 0
+    #: the folder that holds the run folders
     out_dir: str = "runs"
-    name: str = ""  # run directory name; empty: <env>-<method>-<model>-s<seed>-<6 digits of the config hash>
-    init_from: str | None = None  # a warm-start policy directory to branch from (skips SFT)
+    #: run directory name; empty: <env>-<method>-<model>-s<seed>-<6 digits of the config hash>
+    name: str = ""
+    #: a warm-start policy directory to branch from (skips SFT)
+    init_from: str | None = None
+    #: RL steps between checkpoints (the last step is always checkpointed)
     checkpoint_every: int = 5
-    save_rollouts_every: int = 0  # 0: never; else save a rollout sample every N steps
-    rollout_sample_groups: int = 8  # groups per saved sample
-    threads: int = 0  # torch threads; 0: all cores
-    device: str = "auto"  # auto: cuda when available
-    # experiment trackers that also get each step's metrics (results/trackers.py); metrics.jsonl stays the
-    # source of the records. wandb runs offline (no network): `wandb sync` uploads later.
+    #: 0: never; else save a rollout sample every N steps
+    save_rollouts_every: int = 0
+    #: groups per saved sample
+    rollout_sample_groups: int = 8
+    #: torch threads; 0: all cores
+    threads: int = 0
+    #: auto: cuda when available
+    device: str = "auto"
+    #: experiment trackers that also get each step's metrics (results/trackers.py); metrics.jsonl stays the
+    #: source of the records. wandb runs offline (no network): `wandb sync` uploads later
     report_to: tuple[str, ...] = ()
-    # data parallelism under torchrun (WORLD_SIZE > 1; ignored for one process): ddp replicates the model
-    # on every rank, fsdp2 shards parameters, gradients and optimizer state (torch fully_shard)
+    #: data parallelism under torchrun (WORLD_SIZE > 1; ignored for one process): ddp replicates the model
+    #: on every rank, fsdp2 shards parameters, gradients and optimizer state (torch fully_shard)
     parallel: Literal["ddp", "fsdp2"] = "ddp"
 
     def __post_init__(self) -> None:
+        check_choices(self, "run")
         _check_counts(self, "run", checkpoint_every=1, save_rollouts_every=0, rollout_sample_groups=1, threads=0)
         unknown = sorted(set(self.report_to) - set(REPORTERS))
         if unknown:
             raise ValueError(f"run.report_to: unknown tracker(s) {unknown}; choose from {list(REPORTERS)}")
-        if self.parallel not in ("ddp", "fsdp2"):
-            raise ValueError(f"run.parallel must be ddp or fsdp2, got {self.parallel!r}")
 
 
 @dataclass(frozen=True)
@@ -177,11 +238,16 @@ class DiagnosticConfig:
     """The reward-reactive headline measured on the run's first batch and after the last update
     (`diagnose.headline`); it reads the run and never changes training, so `config_hash` leaves it out."""
 
-    max_groups: int = 16  # groups with reward variance that get gradient measurements (2 G backward passes each)
-    shuffles: int = 64  # within-group advantage shuffles behind the headline's null
-    resamples: int = 1000  # bootstrap resamples of the groups behind its interval
+    #: groups with reward variance that get gradient measurements (2 G backward passes each)
+    max_groups: int = 16
+    #: within-group advantage shuffles behind the headline's null
+    shuffles: int = 64
+    #: bootstrap resamples of the groups behind its interval
+    resamples: int = 1000
+    #: confidence level of the bootstrap interval, in (0, 1)
     confidence: float = 0.95
-    seed: int = 0  # of the shuffles and the bootstrap
+    #: seed of the shuffles and the bootstrap
+    seed: int = 0
 
     def __post_init__(self) -> None:
         _check_counts(self, "diagnostic", max_groups=1, shuffles=1, resamples=1)
@@ -191,33 +257,42 @@ class DiagnosticConfig:
 
 @dataclass(frozen=True)
 class TrainConfig:
+    #: `base[+weighting]`: an estimator's method name (ppo, grpo, rloo, gigpo, or a plugin's) and optionally a
+    #: token weighting (actfocus, actfocus-reasoning-only, action-only, top-entropy, ...); it sets
+    #: credit.estimator and credit.weighting
     method: str = "grpo"
+    #: the environment
     env: EnvConfig = field(default_factory=EnvConfig)
+    #: the policy model
     model: ModelConfig = field(default_factory=ModelConfig)
+    #: the warm start on expert demonstrations
     sft: SFTConfig = field(default_factory=SFTConfig)
+    #: the RL updates
     rl: RLConfig = field(default_factory=RLConfig)
+    #: how rollouts are sampled
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
-    credit: CreditConfig = field(default_factory=CreditConfig)
+    #: credit assignment; `estimator` and `weighting` come from `method`
+    credit: CreditConfig = _CREDIT
+    #: the loss terms
     loss: LossConfig = field(default_factory=LossConfig)
+    #: the evaluation (the curve and the final-step success)
     eval: EvalConfig = field(default_factory=EvalConfig)
+    #: seed, folders, checkpoints, devices and trackers
     run: RunConfig = field(default_factory=RunConfig)
+    #: the Action Bottleneck diagnostic recorded with the run
     diagnostic: DiagnosticConfig = field(default_factory=DiagnosticConfig)
-    imports: tuple[str, ...] = ()  # plugin modules imported before the config is built (and in sweep workers)
+    #: plugin modules imported before the config is built (and in sweep workers)
+    imports: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         from agentbench_af.credit import credit_needs
 
-        estimator, weighting = parse_method(self.method)
+        given = _CREDIT.given(self)
         defaults = CreditConfig()
-        given = {k: getattr(self.credit, k) for k in ("estimator", "weighting")
-                 if getattr(self.credit, k) != getattr(defaults, k)}  # a default may be a value left unset
-        problem = method_conflict(self.method, given)
+        problem = method_conflict(self.method, {k: getattr(given, k) for k in ("estimator", "weighting")
+                                                if getattr(given, k) != getattr(defaults, k)})  # a default may be unset
         if problem:
             raise ValueError(problem)
-        if (self.credit.estimator, self.credit.weighting) != (estimator, weighting):
-            object.__setattr__(
-                self, "credit", dataclasses.replace(self.credit, estimator=estimator, weighting=weighting)
-            )
         if not self.rollout.temperature > 0:
             raise ValueError(f"rollout.temperature must be > 0 for RL rollouts (their log-probs train the policy), "
                              f"got {self.rollout.temperature!r}")

@@ -1,8 +1,8 @@
 """Evaluation in a data-parallel run: the evaluation seeds split over ranks, the counts summed.
 
 Each rank plays a contiguous block of the first `eval.episodes` evaluation seeds (the blocks differ in
-size by at most one) with its own copy of the policy; the successes, rewards, valid and effective turns
-and turn counts are summed over ranks, so every rank returns the `EvalResult` of the whole seed set.
+size by at most one) with its own copy of the policy; its `EvalCounts` are summed over ranks (in rank
+order), so every rank returns the `EvalResult` of the whole seed set.
 Greedy evaluation is a function of the seed, up to the batch's floating-point differences (a rank
 batches fewer episodes together than one process does). The step-0 result shared between runs of one
 warm start (`warm_eval`) is read by rank 0 and broadcast, or computed by all ranks and stored by rank 0.
@@ -18,9 +18,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from agentbench_af.evaluate.evaluate import EvalResult, eval_seeds, evaluate_policy
+from agentbench_af.evaluate.evaluate import EvalCounts, EvalResult, eval_seeds, evaluate_policy
 from agentbench_af.io import atomic_write_json
-from agentbench_af.rollout.types import Trajectory
 from agentbench_af.train.distributed import Ranks, broadcast_object, gather_objects
 
 
@@ -29,30 +28,14 @@ def seed_block(seeds: list[int], ranks: Ranks) -> list[int]:
     return [int(s) for s in np.array_split(np.asarray(seeds, dtype=np.int64), ranks.world_size)[ranks.rank]]
 
 
-def eval_counts(trajs: list[Trajectory]) -> dict[str, float]:
-    turns = [t for tr in trajs for t in tr.turns]
-    return {"episodes": len(trajs), "successes": sum(tr.success for tr in trajs),
-            "reward": sum(tr.total_reward for tr in trajs), "turns": len(turns),
-            "valid": sum(t.valid for t in turns), "effective": sum(t.effective for t in turns)}
-
-
-def merge_counts(parts: list[dict[str, float]]) -> EvalResult:
-    total = {k: sum(p[k] for p in parts) for k in parts[0]}
-    n, turns = max(total["episodes"], 1), max(total["turns"], 1)
-    return EvalResult(success=total["successes"] / n, mean_reward=total["reward"] / n,
-                      valid_rate=total["valid"] / turns, effective_rate=total["effective"] / turns,
-                      mean_turns=total["turns"] / n, episodes=int(total["episodes"]))
-
-
 def evaluate_on_ranks(engine, tokenizer, chat, env_id: str, episodes: int, temperature: float, rollout,
                       env_kwargs: dict | None, ranks: Ranks) -> EvalResult:
-    """`evaluate_policy` over all ranks (each plays its block of seeds); every rank gets the result."""
-    if not ranks.active:
-        return evaluate_policy(engine, tokenizer, chat, env_id, episodes, temperature, rollout, env_kwargs)[0]
+    """`evaluate_policy` over all ranks (each plays its block of seeds; one process plays them all), its
+    counts summed over ranks; every rank gets the result."""
     mine = seed_block(eval_seeds(env_id, episodes, env_kwargs), ranks)
     trajs = evaluate_policy(engine, tokenizer, chat, env_id, episodes, temperature, rollout, env_kwargs,
                             seeds=mine)[1] if mine else []
-    return merge_counts(gather_objects(eval_counts(trajs), ranks))
+    return sum(gather_objects(EvalCounts.of(trajs), ranks), EvalCounts()).result()
 
 
 def evaluation_row(engine, tokenizer, chat, cfg, ranks: Ranks, step: int, seed: int) -> dict:

@@ -45,13 +45,11 @@ from agentbench_af.train import distributed as dp
 from agentbench_af.train.bookkeeping import protocol, run_record, step_row
 from agentbench_af.train.config import TrainConfig
 from agentbench_af.train.device import resolve_device, use_device
-from agentbench_af.train.distributed_credit import rank_advantages, rank_token_weights
 from agentbench_af.train.distributed_eval import evaluation_row, shared_eval_on_ranks
 from agentbench_af.train.gather_batch import gather_batch
 from agentbench_af.train.learner import build_learner
 from agentbench_af.train.rank_folder import run_folder
-from agentbench_af.train.step import scores_in_update, update_on_batch
-from agentbench_af.train.update import UpdateInputs, ppo_update
+from agentbench_af.train.step import StepContext, samples_on_policy, score, update
 from agentbench_af.train.warm_eval import shared_warm_eval, warm_eval_key
 from agentbench_af.train.warm_start import prepare_warm_start, warm_start_for
 
@@ -85,13 +83,10 @@ def _train(cfg: TrainConfig, run, ranks: dp.Ranks, device: torch.device, autocas
         warm = warm_start_for(cfg, run.dir, device, show_progress)
     warm = dp.broadcast_object(warm if ranks.is_main else None, ranks)
     learner = build_learner(cfg, warm.path, device, ranks)
-    policy, trained = learner.policy, learner.trained
+    policy = learner.policy
     engine = build_engine(cfg.rollout, policy.lm, policy.pad_token_id, autocast, cfg.run.seed)
     env = agentbench_af.make(cfg.env.id, **cfg.env.overrides)
-    sync = dp.UpdateSync(ranks) if ranks.active else None
-    critic = learner.value_head if learner.value_head is not None else learner.critic
-    # one process only: with data parallelism credit and the loss need every rank's rows
-    on_policy = not ranks.active and scores_in_update(cfg, policy.lm, engine, learner.ref_lm, critic)
+    on_policy = samples_on_policy(engine, learner)  # its batches may be scored by the update's forward
 
     def evaluate(step: int) -> dict:
         return evaluation_row(engine, policy.tokenizer, policy.chat, cfg, ranks, step,
@@ -111,9 +106,9 @@ def _train(cfg: TrainConfig, run, ranks: dp.Ranks, device: torch.device, autocas
         return bottleneck_snapshot(batch, step, lm=policy.lm, temperature=cfg.rollout.temperature, device=device,
                                    format_role=cfg.credit.format_role, settings=to_dict(cfg.diagnostic))
 
-    def note_warm_start(scored: RolloutBatch) -> None:
-        """The warm-start policy's batch (step 0, before any update) for the record (kept in checkpoints)."""
-        whole = gather_batch(scored, ranks, policy.pad_token_id)
+    def note_warm_start(batch: RolloutBatch) -> None:
+        """The scored warm-start batch's diagnostic (step 0, before the update, which rescores it identically)."""
+        whole = gather_batch(score(learner, batch, cfg, device), ranks, policy.pad_token_id)
         if whole is not None:
             progress.bottleneck_warm_start = snapshot(whole, 0).to_dict()
 
@@ -129,20 +124,18 @@ def _train(cfg: TrainConfig, run, ranks: dp.Ranks, device: torch.device, autocas
         t0 = time.time()
         batch, trajs = collect(step)
         t_rollout = time.time() - t0
-        sampled = batch
-        gen = torch.Generator().manual_seed(step_seed(cfg.run.seed, step, 1))
+        if step == 0:
+            note_warm_start(batch)
+        # step 0 keeps the scoring pass, so the warm-start diagnostic reads the numbers the update trains on
+        ctx = StepContext(torch.Generator().manual_seed(step_seed(cfg.run.seed, step, 1)), device, autocast, ranks,
+                          on_policy=on_policy and step > 0)
         with engine.updating(policy.lm):  # the engine samples from the new weights afterwards
-            if on_policy and step > 0:  # old log-probs from the update's forward; step 0 scores first (diagnostic)
-                batch, update_metrics = update_on_batch(trained.lm, batch, cfg, learner.optimizer, gen, device,
-                                                        autocast, score_in_update=True)
-            else:
-                batch, update_metrics = scored_update(cfg, learner, batch, gen, device, autocast, ranks, sync,
-                                                      note_warm_start if step == 0 else lambda _: None)
+            scored, update_metrics = update(learner, batch, cfg, ctx)
             learner.parallel.after_update()
         learner.scheduler.step()
         done = step + 1
-        row = step_metrics(done, sampled, batch, trajs, t_rollout, time.time() - t0, learner, update_metrics, ranks)
-        run.save_rollouts(batch, done)
+        row = step_metrics(done, batch, scored, trajs, t_rollout, time.time() - t0, learner, update_metrics, ranks)
+        run.save_rollouts(scored, done)
         if done % cfg.eval.every == 0 or done == cfg.rl.steps:
             row["eval"] = evaluate(done)
         run.log(row)
@@ -155,38 +148,11 @@ def _train(cfg: TrainConfig, run, ranks: dp.Ranks, device: torch.device, autocas
     final_batch = score_batch(policy.lm, collect(cfg.rl.steps)[0], cfg.rollout.temperature, device)
     final = progress.curve[-1] if progress.curve else evaluate(cfg.rl.steps)
     getattr(engine, "close", lambda: None)()  # a vLLM engine frees its memory
-    return finish_run(cfg, run, policy, env, warm, progress, final, final_batch, snapshot, ranks)
-
-
-def finish_run(cfg: TrainConfig, run, policy, env, warm, progress, final: dict, final_batch: RolloutBatch,
-               snapshot, ranks: dp.Ranks) -> RunRecord:
-    """Rank 0 writes the record (the final batch's diagnostic included); every rank returns it."""
-    final_whole = gather_batch(final_batch, ranks, policy.pad_token_id)
-    record = None
-    if final_whole is not None:
-        bottleneck = record_bottleneck(progress.bottleneck_warm_start, snapshot(final_whole, cfg.rl.steps))
-        record = run.finish(policy, run_record(cfg, policy.num_params, env, warm, progress, final, bottleneck,
-                                               ranks.world_size))
+    final_whole = gather_batch(final_batch, ranks, policy.pad_token_id)  # rank 0 writes the record, all return it
+    record = None if final_whole is None else run.finish(policy, run_record(
+        cfg, policy.num_params, env, warm, progress, final,
+        record_bottleneck(progress.bottleneck_warm_start, snapshot(final_whole, cfg.rl.steps)), ranks.world_size))
     return dp.broadcast_object(record, ranks)
-
-
-def scored_update(cfg: TrainConfig, learner, batch: RolloutBatch, gen: torch.Generator, device: torch.device,
-                  autocast: torch.dtype | None, ranks: dp.Ranks, sync, before_credit) -> tuple[RolloutBatch, dict]:
-    """Old log-probs and entropies from the training forward pass (same numerics as the update), credit
-    over every rank's rows, then `ppo_update`; `before_credit(scored batch)` runs before the credit."""
-    policy, trained = learner.policy, learner.trained
-    batch = score_batch(policy.lm, batch, cfg.rollout.temperature, device, learner.value_head, learner.ref_lm,
-                        learner.critic)
-    before_credit(batch)
-    advantage = rank_advantages(batch, cfg.credit, ranks)
-    weights = rank_token_weights(batch, cfg.credit, ranks)
-    metrics = ppo_update(
-        trained.lm, trained.value_head, learner.optimizer,
-        UpdateInputs(batch, advantage.advantages, advantage.returns, weights), cfg.loss, cfg.rl.epochs,
-        cfg.rl.minibatches, cfg.rollout.temperature, gen, device, autocast,
-        detach_critic=cfg.rl.critic == "detached", critic=trained.critic, sync=sync,
-    )
-    return batch, metrics
 
 
 def step_metrics(done: int, sampled: RolloutBatch, batch: RolloutBatch, trajs: list, t_rollout: float,

@@ -1,166 +1,172 @@
-"""One PPO/GRPO policy update over a rollout batch: epochs x minibatches of the weighted clipped loss.
+"""One PPO/GRPO policy update over a scored batch: epochs x minibatches of the weighted clipped loss.
 
-Advantages and token weights are computed once for the whole batch (credit assignment is pure tensor
-code in `agentbench_af.credit`) and sliced per minibatch; every loss term is a `train.loss` function
-(`policy_loss`, `value_loss`, `kl_k3`, `entropy_bonus`). The weights multiply the policy surrogate only.
-With `UpdateInputs.credit` instead (one epoch, one minibatch: `train.step`), the update's forward
-scores the batch (its detached log-probs are the old log-probs) and credit runs on that scored batch
-before the loss. Left out: gradient accumulation across minibatches (one optimizer step per minibatch,
-as in PPO) and mixed-precision loss scaling.
+`ppo_update` takes the modules, the optimizer, the scored batch, its credit (advantages, returns and
+token weights for the whole batch, sliced per minibatch) and the `UpdateSettings`. Each minibatch is one
+`forward` (log-probs, entropies, values) and one `minibatch_step` (loss, backward, clipping, optimizer
+step); every loss term is a `train.loss` function (`policy_loss`, `value_loss`, `kl_k3`,
+`entropy_bonus`), and the weights multiply the policy surrogate only. `train.step.update` also uses
+`forward` and `minibatch_step` directly when the update's forward doubles as the scoring pass.
+Left out: gradient accumulation across minibatches (one optimizer step per minibatch, as in PPO) and
+mixed-precision loss scaling.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import torch
-from torch import nn
 
 from agentbench_af.models.forward import token_stats
 from agentbench_af.rollout.batch import RolloutBatch
 from agentbench_af.train import loss as L
+from agentbench_af.train.data_parallel import TrainModules
 from agentbench_af.train.distributed import UpdateSync
 
 
-class CreditTensors(NamedTuple):
+class Credit(NamedTuple):
+    """The credit of a batch (or of a minibatch's rows)."""
+
     advantages: torch.Tensor  # (B, T)
     returns: torch.Tensor | None  # (B, T), for the value loss
     weights: torch.Tensor  # (B, T)
 
+    def rows(self, chunk: torch.Tensor, width: int, device: torch.device) -> Credit:
+        """Rows `chunk` (b,), the first `width` columns, on `device`."""
+        def cut(t: torch.Tensor) -> torch.Tensor:
+            return t[chunk, :width].to(device)  # (b, t)
 
-@dataclass
-class UpdateInputs:
-    """The batch and its credit: the tensors, or `credit` (scored batch -> tensors) to run after the
-    update's forward has scored the batch; `batch` is then replaced by the scored batch."""
-
-    batch: RolloutBatch
-    advantages: torch.Tensor | None = None  # (B, T)
-    returns: torch.Tensor | None = None  # (B, T), for the value loss
-    weights: torch.Tensor | None = None  # (B, T)
-    credit: Callable[[RolloutBatch], CreditTensors] | None = None
-
-    def __post_init__(self) -> None:
-        if (self.credit is None) == (self.advantages is None or self.weights is None):
-            raise ValueError("UpdateInputs takes advantages and weights, or a credit function, not both")
+        return Credit(cut(self.advantages), None if self.returns is None else cut(self.returns), cut(self.weights))
 
 
-def _score_in_update(inputs: UpdateInputs, chunk: torch.Tensor, logprobs: torch.Tensor,
-                     entropy: torch.Tensor | None, mask: torch.Tensor):
-    """Set the batch's old log-probs (and entropies) to the update's detached ones (rows `chunk`, which
-    must be every row: the fields a scoring pass would set) and run credit on the scored batch; returns
-    the minibatch's old log-probs and credit tensors."""
-    batch = inputs.batch
-    width = logprobs.shape[1]
-    rows = chunk.to(batch.old_logprobs.device)
+@dataclass(frozen=True)
+class UpdateSettings:
+    """Everything `ppo_update` reads besides the modules, the optimizer, the batch and its credit.
+    `detach_critic`: the value head's loss does not reach the policy's trunk (`rl.critic`). `sync` (data
+    parallelism): the modules are DDP/FSDP2-wrapped, the batch is this rank's share, every loss term
+    divides by the global count over the world size, and every rank takes exactly `minibatches`
+    optimizer steps."""
 
-    def scatter(values: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-        full = torch.zeros_like(like)  # (B, T)
-        full[rows, :width] = (values.detach() * mask).to(full.device, full.dtype)
-        return full
-
-    updates = {"old_logprobs": scatter(logprobs, batch.old_logprobs)}
-    if entropy is not None:
-        updates["entropy"] = scatter(entropy, batch.entropy)
-    inputs.batch = replace(batch, **updates)
-    credit = inputs.credit(inputs.batch)
-    sliced = [None if t is None else t[chunk, :width].to(logprobs.device) for t in credit]
-    return logprobs.detach() * mask, sliced
+    loss: L.LossConfig
+    device: torch.device
+    epochs: int = 1
+    minibatches: int = 1
+    temperature: float = 1.0  # of the sampling distribution (> 0)
+    autocast_dtype: torch.dtype | None = None
+    detach_critic: bool = False
+    sync: UpdateSync | None = None
 
 
-def _mean(values: list[float]) -> float:
-    return float(sum(values) / max(len(values), 1))
+class Forward(NamedTuple):
+    """One minibatch's forward through the trained modules."""
+
+    logprobs: torch.Tensor  # (b, t), with gradient
+    entropy: torch.Tensor | None  # (b, t); with gradient only when the loss has an entropy bonus
+    values: torch.Tensor | None  # (b, t) from the value head or the separate critic, with gradient
 
 
-def ppo_update(
-    lm: nn.Module,
-    value_head: nn.Module | None,
-    optimizer: torch.optim.Optimizer,
-    inputs: UpdateInputs,
-    loss_cfg: L.LossConfig,
-    epochs: int,
-    minibatches: int,
-    temperature: float,
-    generator: torch.Generator,
-    device: torch.device,
-    autocast_dtype: torch.dtype | None = None,
-    detach_critic: bool = False,
-    critic: nn.Module | None = None,
-    sync: UpdateSync | None = None,
-) -> dict[str, float]:
-    """Run the update in place; returns mean metrics over minibatches. The critic is either `value_head`
-    on the policy's last hidden state or `critic`, a separate network (input_ids, attention_mask) ->
-    (B, T) values (`train.critic.SeparateCritic`). The policy's and the critic's gradients are clipped
-    separately (each to loss_cfg.max_grad_norm), so a large value loss cannot shrink the policy's step;
-    `detach_critic`: the value head's loss does not reach the policy's trunk (`rl.critic`).
-    `sync` (data parallelism): the modules are DDP/FSDP2-wrapped, `inputs` is this rank's share, every
-    loss term divides by the global count over the world size, and every rank takes exactly `minibatches`
-    optimizer steps; the metrics are this rank's (`train.distributed.reduce_metrics` averages them)."""
-    if value_head is not None and critic is not None:
+def train_mode(modules: TrainModules) -> None:
+    modules.lm.train()
+    if modules.critic is not None:
+        modules.critic.train()
+
+
+def forward(modules: TrainModules, mb: RolloutBatch, s: UpdateSettings) -> Forward:
+    """Log-probs, entropies and values of minibatch `mb` (on `s.device`) under the training numerics."""
+    with torch.autocast(s.device.type, dtype=s.autocast_dtype, enabled=s.autocast_dtype is not None):
+        logprobs, entropy, values = token_stats(
+            modules.lm, mb.input_ids, mb.attention_mask, s.temperature, value_head=modules.value_head,
+            detach_value_input=s.detach_critic, entropy_grad=s.loss.entropy_coef > 0,
+            response_mask=mb.response_mask,
+        )
+        if modules.critic is not None:
+            values = modules.critic(mb.input_ids, mb.attention_mask)  # (b, t)
+    return Forward(logprobs, entropy, values)
+
+
+
+class Parameters(NamedTuple):
+    """The trained parameters, read before any forward (an FSDP2 forward swaps unsharded ones in)."""
+
+    policy: list[torch.nn.Parameter]
+    critic: list[torch.nn.Parameter]  # the value head's or the separate critic's; [] without a critic
+
+    @classmethod
+    def of(cls, modules: TrainModules) -> Parameters:
+        critic = modules.value_head if modules.value_head is not None else modules.critic
+        return cls([p for p in modules.lm.parameters() if p.requires_grad],
+                   list(critic.parameters()) if critic is not None else [])
+
+
+def minibatch_step(modules: TrainModules, params: Parameters, optimizer: torch.optim.Optimizer, mb: RolloutBatch,
+                   fwd: Forward, credit: Credit, s: UpdateSettings) -> dict[str, float]:
+    """Loss of one minibatch (its rows' `credit`, old log-probs in `mb`), backward, gradient clipping (the
+    policy's and the critic's separately, each to `loss.max_grad_norm`, so that a large value loss cannot
+    shrink the policy's step) and one optimizer step; returns the minibatch's metrics."""
+    cfg, mask = s.loss, mb.response_mask  # (b, t)
+    denom = s.sync.denominator(mask, cfg.agg) if s.sync is not None else None
+    critic = modules.value_head if modules.value_head is not None else modules.critic
+    logs: dict[str, float] = {}
+    total = L.policy_loss(fwd.logprobs, mb.old_logprobs, credit.advantages, credit.weights, mask, cfg, denom)
+    logs["pg_loss"] = float(total.detach())
+    if critic is not None and credit.returns is not None:
+        assert fwd.values is not None  # a forward with a critic has values
+        old_values = mb.values if mb.values is not None else fwd.values.detach()
+        vl = L.value_loss(fwd.values, old_values, credit.returns, mask, cfg, denom)
+        total = total + cfg.value_coef * vl
+        logs["value_loss"] = float(vl.detach())
+    if cfg.kl_coef > 0:
+        if mb.ref_logprobs is None:
+            raise ValueError("loss.kl_coef > 0 needs reference log-probs in the batch")
+        kl = L.agg_loss(L.kl_k3(fwd.logprobs, mb.ref_logprobs), mask, cfg.agg, denom)
+        total = total + cfg.kl_coef * kl
+        logs["kl_ref"] = float(kl.detach())
+    if cfg.entropy_coef > 0 and fwd.entropy is not None:
+        total = total - cfg.entropy_coef * L.entropy_bonus(fwd.entropy, mask, cfg.agg, denom)
+    optimizer.zero_grad(set_to_none=True)
+    total.backward()
+    grad_norm = torch.nn.utils.clip_grad_norm_(params.policy, cfg.max_grad_norm)
+    if params.critic:
+        logs["critic_grad_norm"] = float(torch.nn.utils.clip_grad_norm_(params.critic, cfg.max_grad_norm))
+    optimizer.step()
+    for key, value in L.policy_metrics(fwd.logprobs.detach(), mb.old_logprobs, mask, cfg).items():
+        logs[key] = float(value)
+    if fwd.entropy is not None:
+        logs["entropy"] = float((fwd.entropy.detach() * mask).sum() / mask.sum().clamp(min=1))
+    logs["grad_norm"] = float(grad_norm)
+    return logs
+
+
+def mean_metrics(steps: list[dict[str, float]]) -> dict[str, float]:
+    """The mean over minibatch steps of each metric (over the steps that report it)."""
+    keys = dict.fromkeys(k for step in steps for k in step)
+    return {k: float(sum(v) / max(len(v), 1)) for k in keys if (v := [step[k] for step in steps if k in step])}
+
+
+def minibatch_rows(batch_size: int, s: UpdateSettings, generator: torch.Generator) -> list[torch.Tensor]:
+    """One epoch's minibatches: a random permutation of the rows (drawn from `generator`) cut into
+    `s.minibatches` chunks (fewer when the batch has fewer rows; exactly that many under `s.sync`)."""
+    order = torch.randperm(batch_size, generator=generator)  # (B,)
+    if s.sync is not None:
+        return s.sync.split(order, s.minibatches)
+    return list(torch.chunk(order, max(1, min(s.minibatches, batch_size))))
+
+
+def ppo_update(modules: TrainModules, optimizer: torch.optim.Optimizer, batch: RolloutBatch, credit: Credit,
+               s: UpdateSettings, generator: torch.Generator) -> dict[str, float]:
+    """`s.epochs` x minibatches of `minibatch_step` on the scored `batch` (old log-probs, values and
+    reference log-probs filled); returns the mean metrics over minibatches (this rank's, under `s.sync`:
+    `train.distributed.reduce_metrics` averages them). The critic is `modules.value_head` on the policy's
+    last hidden state or `modules.critic`, a separate network (input_ids, attention_mask) -> (B, T) values
+    (`train.critic.SeparateCritic`)."""
+    if modules.value_head is not None and modules.critic is not None:
         raise ValueError("ppo_update takes a value head on the policy or a separate critic, not both")
-    batch = inputs.batch
-    B = batch.batch_size
-    if inputs.credit is not None and (epochs != 1 or min(minibatches, B) > 1):
-        raise ValueError("scoring the batch in the update needs one epoch and one minibatch "
-                         f"(got {epochs} epochs, {minibatches} minibatches)")
-    if inputs.credit is not None and sync is not None:
-        raise ValueError("scoring the batch in the update runs on one process (credit needs every rank's rows)")
-    params = [p for p in lm.parameters() if p.requires_grad]
-    critic_module = value_head if value_head is not None else critic
-    critic_params = list(critic_module.parameters()) if critic_module is not None else []
-    logs: dict[str, list[float]] = {}
-    lm.train()
-    if critic is not None:
-        critic.train()
-    for _ in range(epochs):
-        order = torch.randperm(B, generator=generator)
-        chunks = sync.split(order, minibatches) if sync is not None else torch.chunk(order, max(1, min(minibatches, B)))
-        for chunk in chunks:
-            mb = batch.select(chunk).crop().to(device)
-            width = mb.input_ids.shape[1]
-            mask = mb.response_mask  # (b, t)
-            denom = sync.denominator(mask, loss_cfg.agg) if sync is not None else None
-            with torch.autocast(device.type, dtype=autocast_dtype, enabled=autocast_dtype is not None):
-                logprobs, entropy, values = token_stats(
-                    lm, mb.input_ids, mb.attention_mask, temperature, value_head=value_head,
-                    detach_value_input=detach_critic, entropy_grad=loss_cfg.entropy_coef > 0,
-                    response_mask=mask,
-                )
-                if critic is not None:
-                    values = critic(mb.input_ids, mb.attention_mask)  # (b, t)
-            if inputs.credit is None:
-                adv = inputs.advantages[chunk, :width].to(device)  # (b, t)
-                ret = None if inputs.returns is None else inputs.returns[chunk, :width].to(device)  # (b, t)
-                w = inputs.weights[chunk, :width].to(device)  # (b, t)
-            else:  # on-policy: this forward is the scoring pass
-                mb.old_logprobs, (adv, ret, w) = _score_in_update(inputs, chunk, logprobs, entropy, mask)
-            total = L.policy_loss(logprobs, mb.old_logprobs, adv, w, mask, loss_cfg, denom)
-            logs.setdefault("pg_loss", []).append(float(total.detach()))
-            if critic_module is not None and ret is not None:
-                old_values = mb.values if mb.values is not None else values.detach()
-                vl = L.value_loss(values, old_values, ret, mask, loss_cfg, denom)
-                total = total + loss_cfg.value_coef * vl
-                logs.setdefault("value_loss", []).append(float(vl.detach()))
-            if loss_cfg.kl_coef > 0:
-                if mb.ref_logprobs is None:
-                    raise ValueError("loss.kl_coef > 0 needs reference log-probs in the batch")
-                kl = L.agg_loss(L.kl_k3(logprobs, mb.ref_logprobs), mask, loss_cfg.agg, denom)
-                total = total + loss_cfg.kl_coef * kl
-                logs.setdefault("kl_ref", []).append(float(kl.detach()))
-            if loss_cfg.entropy_coef > 0 and entropy is not None:
-                total = total - loss_cfg.entropy_coef * L.entropy_bonus(entropy, mask, loss_cfg.agg, denom)
-            optimizer.zero_grad(set_to_none=True)
-            total.backward()
-            grad_norm = torch.nn.utils.clip_grad_norm_(params, loss_cfg.max_grad_norm)
-            if critic_params:
-                critic_norm = torch.nn.utils.clip_grad_norm_(critic_params, loss_cfg.max_grad_norm)
-                logs.setdefault("critic_grad_norm", []).append(float(critic_norm))
-            optimizer.step()
-            for key, value in L.policy_metrics(logprobs.detach(), mb.old_logprobs, mask, loss_cfg).items():
-                logs.setdefault(key, []).append(float(value))
-            if entropy is not None:
-                ent_mean = (entropy.detach() * mask).sum() / mask.sum().clamp(min=1)
-                logs.setdefault("entropy", []).append(float(ent_mean))
-            logs.setdefault("grad_norm", []).append(float(grad_norm))
-    return {k: _mean(v) for k, v in logs.items()}
+    params = Parameters.of(modules)
+    train_mode(modules)
+    steps = []
+    for _ in range(s.epochs):
+        for chunk in minibatch_rows(batch.batch_size, s, generator):
+            mb = batch.select(chunk).crop().to(s.device)
+            rows = credit.rows(chunk, mb.input_ids.shape[1], s.device)
+            steps.append(minibatch_step(modules, params, optimizer, mb, forward(modules, mb, s), rows, s))
+    return mean_metrics(steps)

@@ -17,9 +17,10 @@ from agentbench_af.rollout.engine import TransformersEngine, build_engine
 from agentbench_af.rollout.to_batch import trajectories_to_batch
 from agentbench_af.rollout.types import RolloutConfig, SamplingParams
 from agentbench_af.train.config import EnvConfig, SFTConfig, TrainConfig
+from agentbench_af.train.data_parallel import TrainModules
 from agentbench_af.train.loss import LossConfig
 from agentbench_af.train.sft import sft_warm_start
-from agentbench_af.train.update import UpdateInputs, ppo_update
+from agentbench_af.train.update import Credit, UpdateSettings, ppo_update
 
 pytestmark = pytest.mark.vllm
 
@@ -85,8 +86,8 @@ def test_greedy_rollouts_equal_before_and_after_a_training_step(policy, engine):
     weights = batch.response_mask.float()  # (B, T)
     optimizer = torch.optim.SGD(policy.lm.parameters(), lr=0.5)
     with engine.updating(policy.lm):
-        ppo_update(policy.lm, None, optimizer, UpdateInputs(batch, advantages, advantages, weights), LossConfig(),
-                   1, 1, 1.0, torch.Generator().manual_seed(0), torch.device("cpu"), None)
+        ppo_update(TrainModules(policy.lm), optimizer, batch, Credit(advantages, advantages, weights),
+                   UpdateSettings(LossConfig(), torch.device("cpu")), torch.Generator().manual_seed(0))
     policy.lm.eval()
     after = _assert_same_greedy(policy, engine)
     assert _turns(after) != _turns(before)  # the update changed what the policy says

@@ -9,7 +9,7 @@ from agentbench_af.io import read_jsonl
 from agentbench_af.results.record import RunRecord
 from agentbench_af.sweep import SweepSpec, plan_sweep, run_sweep
 from agentbench_af.sweep.local import PoolBackend
-from agentbench_af.train import loop, step
+from agentbench_af.train import loop
 
 
 def test_process_pool_runs_then_rerun_skips(tmp_path, tiny_base, monkeypatch):
@@ -39,7 +39,7 @@ def test_killed_run_resumes_from_its_checkpoint(tmp_path, tiny_base, monkeypatch
     spec = from_dict(SweepSpec, {"base": base, "out_dir": str(tmp_path / "sw")})
     (cfg,) = [r.cfg for r in plan_sweep(spec).runs]
 
-    real_update, updates = loop.ppo_update, []
+    real_update, updates = loop.update, []
 
     def update_then_die(*args, **kwargs):
         updates.append(1)
@@ -47,17 +47,14 @@ def test_killed_run_resumes_from_its_checkpoint(tmp_path, tiny_base, monkeypatch
             raise KeyboardInterrupt  # the sweep process is killed during RL step 2
         return real_update(*args, **kwargs)
 
-    # the loop updates through ppo_update itself (step 0) or through train.step (the on-policy shortcut)
-    for module in (loop, step):
-        monkeypatch.setattr(module, "ppo_update", update_then_die)
+    monkeypatch.setattr(loop, "update", update_then_die)
     with pytest.raises(KeyboardInterrupt):
         run_sweep(spec, backend="serial", show_progress=False)
     run_dir = Path(cfg.run.out_dir) / cfg.run_name
     assert not (run_dir / "record.json").exists()
     assert [r.state for r in plan_sweep(spec).runs] == ["resume"]
 
-    for module in (loop, step):
-        monkeypatch.setattr(module, "ppo_update", lambda *a, **k: updates.append(1) or real_update(*a, **k))
+    monkeypatch.setattr(loop, "update", lambda *a, **k: updates.append(1) or real_update(*a, **k))
     (out,) = run_sweep(spec, backend="serial", show_progress=False)
     assert out.status == "completed"
     assert len(updates) == 3  # step 1 was not redone

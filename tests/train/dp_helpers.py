@@ -24,7 +24,7 @@ from agentbench_af.train.data_parallel import DataParallel, TrainModules
 from agentbench_af.train.distributed import SINGLE, Ranks, UpdateSync, reduce_metrics, share
 from agentbench_af.train.distributed_credit import rank_advantages, rank_token_weights
 from agentbench_af.train.loss import LossConfig
-from agentbench_af.train.update import UpdateInputs, ppo_update
+from agentbench_af.train.update import Credit, UpdateSettings, ppo_update
 
 CPU = torch.device("cpu")
 
@@ -68,10 +68,10 @@ def one_update(warm_start: str, trajs: list, group_size: int, case: Case, ranks:
     optimizer = torch.optim.SGD(params, lr=0.5)
     loss_cfg = LossConfig(agg=case.agg, max_grad_norm=1e9, kl_coef=case.kl_coef, entropy_coef=case.entropy_coef,  # type: ignore[arg-type]
                           **case.loss)
-    metrics = ppo_update(trained.lm, trained.value_head, optimizer,
-                         UpdateInputs(batch, advantage.advantages, advantage.returns, weights), loss_cfg, 1, 1, 1.0,
-                         torch.Generator().manual_seed(0), CPU, detach_critic=case.critic == "detached",
-                         critic=trained.critic, sync=UpdateSync(ranks) if case.synced and ranks.active else None)
+    settings = UpdateSettings(loss_cfg, CPU, detach_critic=case.critic == "detached",
+                              sync=UpdateSync(ranks) if case.synced and ranks.active else None)
+    metrics = ppo_update(trained, optimizer, batch, Credit(advantage.advantages, advantage.returns, weights), settings,
+                         torch.Generator().manual_seed(0))
     parallel.after_update()
     out = {f"{name}.{k}": v.detach().clone() for name, m in parallel.plain.named().items() for k, v in m.state_dict().items()}
     out.update(init)

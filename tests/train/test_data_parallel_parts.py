@@ -12,13 +12,14 @@ import torch
 from train_helpers import FROZENLAKE, tiny_config
 
 from agentbench_af.credit.reduce import LOCAL, whiten
+from agentbench_af.evaluate.evaluate import EvalCounts
 from agentbench_af.models.policy import Policy
 from agentbench_af.rollout.collect import collect_rollouts
 from agentbench_af.rollout.engine import TransformersEngine
 from agentbench_af.rollout.to_batch import trajectories_to_batch
 from agentbench_af.rollout.types import RolloutConfig
 from agentbench_af.train.distributed import SINGLE, Ranks, UpdateSync, check_world, rank_seed, reduce_metrics
-from agentbench_af.train.distributed_eval import merge_counts, seed_block
+from agentbench_af.train.distributed_eval import seed_block
 from agentbench_af.train.gather_batch import concat_batches
 
 MASK = torch.tensor([[1, 1, 0], [1, 0, 0], [0, 0, 0]], dtype=torch.bool)
@@ -64,12 +65,13 @@ def test_seed_blocks_cover_the_seeds_once():
 
 
 def test_merged_counts_are_the_whole_evaluation():
-    parts = [{"episodes": 3, "successes": 2, "reward": 1.5, "turns": 9, "valid": 6, "effective": 3},
-             {"episodes": 2, "successes": 0, "reward": -1.0, "turns": 11, "valid": 4, "effective": 4}]
-    result = merge_counts(parts)
+    parts = [EvalCounts(episodes=3, successes=2, reward=1.5, turns=9, valid=6, effective=3),
+             EvalCounts(episodes=2, successes=0, reward=-1.0, turns=11, valid=4, effective=4)]
+    result = sum(parts, EvalCounts()).result()  # what evaluate_on_ranks does with the ranks' counts
     assert result.episodes == 5 and result.success == pytest.approx(2 / 5)
     assert result.mean_reward == pytest.approx(0.5 / 5) and result.mean_turns == pytest.approx(20 / 5)
     assert result.valid_rate == pytest.approx(10 / 20) and result.effective_rate == pytest.approx(7 / 20)
+    assert EvalCounts().result().success == 0.0  # no episodes: rates of 0, not a division by zero
 
 
 def test_rank_seeds_and_one_process_metrics():

@@ -1,8 +1,8 @@
-"""The on-policy shortcut (`train.step`): with one epoch and one minibatch the update's own forward gives
-the old log-probs, and the update equals the one after the separate scoring pass: the same parameters
-after the step, the same metrics and the same scored batch, for GRPO and for GRPO+ActFocus with the
-energy read from the old log-probs (its weights are computed inside the update). The pass is kept
-wherever the shortcut would not be exact."""
+"""The on-policy shortcut of `train.step.update`: with one epoch and one minibatch the update's own forward
+gives the old log-probs, and the update equals the one after the separate scoring pass: the same
+parameters after the step, the same metrics and the same scored batch, for GRPO and for GRPO+ActFocus
+with the energy read from the old log-probs (its weights are computed between the forward and the loss).
+The collected batch is left as it was. The pass is kept wherever the shortcut would not be exact."""
 
 import copy
 import dataclasses
@@ -11,14 +11,14 @@ import pytest
 import torch
 from train_helpers import FROZENLAKE
 
-from agentbench_af.models.policy import Policy
 from agentbench_af.rollout.collect import collect_rollouts
 from agentbench_af.rollout.engine import TransformersEngine
 from agentbench_af.rollout.to_batch import trajectories_to_batch
 from agentbench_af.rollout.types import RolloutConfig
 from agentbench_af.train.config import RLConfig, TrainConfig
-from agentbench_af.train.step import scores_in_update, update_on_batch
-from agentbench_af.train.update import UpdateInputs, ppo_update
+from agentbench_af.train.distributed import Ranks
+from agentbench_af.train.learner import build_learner
+from agentbench_af.train.step import StepContext, fuses_scoring, samples_on_policy, update
 
 CPU = torch.device("cpu")
 
@@ -26,7 +26,7 @@ CPU = torch.device("cpu")
 @pytest.fixture(scope="module")
 def sampled(warm_start):
     """A rollout batch as the collector leaves it (engine log-probs, not yet scored)."""
-    policy = Policy.load(warm_start)
+    policy = build_learner(TrainConfig(), warm_start, CPU).policy
     engine = TransformersEngine(policy.lm, policy.pad_token_id)
     torch.manual_seed(0)
     trajs = collect_rollouts(engine, policy.tokenizer, policy.chat, FROZENLAKE, [1, 2, 3],
@@ -37,17 +37,22 @@ def sampled(warm_start):
     return batch
 
 
+def _config(method: str, **rl) -> TrainConfig:
+    return TrainConfig(method=method, rl=RLConfig(lr=1e-3, warmup_steps=0, **rl))
+
+
 def _step(warm_start, batch, cfg: TrainConfig, shortcut: bool):
-    policy = Policy.load(warm_start)
-    optimizer = torch.optim.AdamW(policy.lm.parameters(), lr=1e-3, weight_decay=0.0)
-    scored, metrics = update_on_batch(policy.lm, dataclasses.replace(batch), cfg, optimizer,
-                                      torch.Generator().manual_seed(0), CPU, score_in_update=shortcut)
-    return dict(policy.lm.named_parameters()), metrics, scored
+    learner = build_learner(cfg, warm_start, CPU)
+    before = {k: v.clone() for k, v in vars(batch).items() if isinstance(v, torch.Tensor)}
+    scored, metrics = update(learner, batch, cfg, StepContext(torch.Generator().manual_seed(0), CPU, on_policy=shortcut))
+    assert all(torch.equal(getattr(batch, k), v) for k, v in before.items())  # the collected batch is unchanged
+    assert fuses_scoring(cfg, learner, StepContext(torch.Generator(), CPU, on_policy=shortcut)) == shortcut
+    return dict(learner.policy.lm.named_parameters()), metrics, scored
 
 
 @pytest.mark.parametrize("method", ["grpo", "grpo+actfocus"])
 def test_the_shortcut_gives_the_same_update_as_the_scoring_pass(warm_start, sampled, method):
-    cfg = TrainConfig(method=method)
+    cfg = _config(method)
     assert cfg.credit.energy_source == "old"  # ActFocus weights read the old log-probs
     params, metrics, scored = _step(warm_start, sampled, cfg, shortcut=False)
     params_s, metrics_s, scored_s = _step(warm_start, sampled, cfg, shortcut=True)
@@ -66,29 +71,26 @@ def test_the_shortcut_gives_the_same_update_as_the_scoring_pass(warm_start, samp
 
 def test_actfocus_weights_follow_the_forward_log_probs(warm_start, sampled):
     """The shortcut's ActFocus step differs from GRPO's: the weights computed inside the update are used."""
-    params_g, metrics_g, _ = _step(warm_start, sampled, TrainConfig(method="grpo"), shortcut=True)
-    params_a, metrics_a, _ = _step(warm_start, sampled, TrainConfig(method="grpo+actfocus"), shortcut=True)
+    params_g, metrics_g, _ = _step(warm_start, sampled, _config("grpo"), shortcut=True)
+    params_a, metrics_a, _ = _step(warm_start, sampled, _config("grpo+actfocus"), shortcut=True)
     assert metrics_a["pg_loss"] != pytest.approx(metrics_g["pg_loss"], rel=1e-3)
     assert any(not torch.allclose(params_a[n], params_g[n]) for n in params_g)
 
 
 def test_the_pass_is_kept_where_the_shortcut_is_not_exact(warm_start):
-    policy = Policy.load(warm_start)
-    engine = TransformersEngine(policy.lm, policy.pad_token_id)
-    grpo = TrainConfig(method="grpo")
-    assert scores_in_update(grpo, policy.lm, engine)
-    assert not scores_in_update(dataclasses.replace(grpo, rl=RLConfig(epochs=2)), policy.lm, engine)
-    assert not scores_in_update(dataclasses.replace(grpo, rl=RLConfig(minibatches=2)), policy.lm, engine)
-    assert not scores_in_update(grpo, policy.lm, engine, ref_lm=copy.deepcopy(policy.lm))
-    assert not scores_in_update(grpo, policy.lm, engine, critic=policy.ensure_value_head())
+    grpo = _config("grpo")
+    learner = build_learner(grpo, warm_start, CPU)
+    on = StepContext(torch.Generator(), CPU, on_policy=True)
+    assert fuses_scoring(grpo, learner, on)
+    assert not fuses_scoring(grpo, learner, dataclasses.replace(on, on_policy=False))
+    assert not fuses_scoring(grpo, learner, dataclasses.replace(on, ranks=Ranks(0, 2, 0)))  # credit needs every rank
+    assert not fuses_scoring(_config("grpo", epochs=2), learner, on)
+    assert not fuses_scoring(_config("grpo", minibatches=2), learner, on)
+    assert not fuses_scoring(grpo, dataclasses.replace(learner, ref_lm=copy.deepcopy(learner.policy.lm)), on)
+    assert not fuses_scoring(grpo, dataclasses.replace(learner, value_head=learner.policy.ensure_value_head()), on)
+    # the engine samples from the trained module itself, with the training forward's numerics
+    policy = learner.policy
+    assert samples_on_policy(TransformersEngine(policy.lm, policy.pad_token_id), learner)
     # rollouts sampled by another model or engine (vLLM): their log-probs are not the training forward's
-    assert not scores_in_update(grpo, policy.lm, TransformersEngine(copy.deepcopy(policy.lm), policy.pad_token_id))
-    assert not scores_in_update(grpo, policy.lm, object())
-
-
-def test_scoring_in_the_update_refuses_several_optimizer_steps(warm_start, sampled):
-    policy = Policy.load(warm_start)
-    optimizer = torch.optim.AdamW(policy.lm.parameters(), lr=1e-3)
-    inputs = UpdateInputs(dataclasses.replace(sampled), credit=lambda b: pytest.fail("credit must not run"))
-    with pytest.raises(ValueError, match="one epoch and one minibatch"):
-        ppo_update(policy.lm, None, optimizer, inputs, TrainConfig().loss, 1, 2, 1.0, torch.Generator().manual_seed(0), CPU)
+    assert not samples_on_policy(TransformersEngine(copy.deepcopy(policy.lm), policy.pad_token_id), learner)
+    assert not samples_on_policy(object(), learner)

@@ -18,8 +18,9 @@ from agentbench_af.rollout.engine import TransformersEngine
 from agentbench_af.rollout.to_batch import trajectories_to_batch
 from agentbench_af.rollout.types import RolloutConfig
 from agentbench_af.train.critic import SeparateCritic
+from agentbench_af.train.data_parallel import TrainModules
 from agentbench_af.train.loss import LossConfig
-from agentbench_af.train.update import UpdateInputs, ppo_update
+from agentbench_af.train.update import Credit, UpdateSettings, ppo_update
 
 CPU = torch.device("cpu")
 
@@ -45,8 +46,9 @@ def _run(warm_start, batch, weighting, with_value, advantages, epochs=1, minibat
     returns = None if head is None else torch.randn(batch.response_mask.shape, generator=torch.Generator().manual_seed(1)) * batch.response_mask
     weights = compute_token_weights(batch, CreditConfig(weighting=weighting))
     optimizer = torch.optim.AdamW(params, lr=1e-3, weight_decay=0.0)
-    metrics = ppo_update(policy.lm, head, optimizer, UpdateInputs(batch, advantages, returns, weights), LossConfig(),
-                         epochs, minibatches, 1.0, torch.Generator().manual_seed(0), CPU, detach_critic=detach_critic)
+    settings = UpdateSettings(LossConfig(), CPU, epochs, minibatches, detach_critic=detach_critic)
+    metrics = ppo_update(TrainModules(policy.lm, head), optimizer, batch, Credit(advantages, returns, weights), settings,
+                         torch.Generator().manual_seed(0))
     names = [n for n, _ in policy.lm.named_parameters()] + ([f"value_head.{n}" for n, _ in head.named_parameters()] if head else [])
     changed = {n: not torch.equal(b, p.detach()) for n, b, p in zip(names, before, params, strict=True)}
     return changed, metrics
@@ -117,15 +119,15 @@ def test_a_separate_critic_starts_as_the_policy_trunk_and_trains_alone(warm_star
     params = list(policy.lm.parameters()) + list(critic.parameters())
     optimizer = torch.optim.AdamW(params, lr=1e-3, weight_decay=0.0)
     zeros = torch.zeros(b.response_mask.shape)
-    metrics = ppo_update(policy.lm, None, optimizer, UpdateInputs(b, zeros, returns, torch.ones_like(zeros)),
-                         LossConfig(), 1, 1, 1.0, torch.Generator().manual_seed(0), CPU, critic=critic)
+    metrics = ppo_update(TrainModules(policy.lm, critic=critic), optimizer, b, Credit(zeros, returns, torch.ones_like(zeros)),
+                         UpdateSettings(LossConfig(), CPU), torch.Generator().manual_seed(0))
     assert metrics["value_loss"] > 0 and metrics["critic_grad_norm"] > 0 and metrics["grad_norm"] == 0
     assert all(torch.equal(a, p) for a, p in zip(lm_before, policy.lm.parameters(), strict=True))
     unchanged = [n for n, p in critic.named_parameters() if torch.equal(critic_before[n], p.detach())]
     assert not unchanged, unchanged
     with pytest.raises(ValueError, match="not both"):
-        ppo_update(policy.lm, policy.ensure_value_head(), optimizer, UpdateInputs(b, zeros, returns, zeros),
-                   LossConfig(), 1, 1, 1.0, torch.Generator().manual_seed(0), CPU, critic=critic)
+        ppo_update(TrainModules(policy.lm, policy.ensure_value_head(), critic), optimizer, b, Credit(zeros, returns, zeros),
+                   UpdateSettings(LossConfig(), CPU), torch.Generator().manual_seed(0))
 
 
 def test_the_logged_policy_loss_is_the_weighted_surrogate_at_ratio_one(warm_start, rollout_batch):
