@@ -77,7 +77,7 @@ class EnvConfig:
 
 @dataclass(frozen=True)
 class ModelConfig:
-    name: str = "tiny-0.2m"  # a tiny-family name (tiny-0.12m, tiny-0.2m, tiny-0.7m, tiny-2m, tiny-7m, tiny-30m); ignored when `path` is set
+    name: str = "tiny-0.2m"  # a tiny-family name (tiny-0.12m, tiny-0.2m, tiny-0.7m, tiny-2m, tiny-7m, tiny-30m) or a packaged pretrained model (smollm2-135m, models/packaged.py); ignored when `path` is set
     path: str | None = None  # a Hugging Face model directory or id (GPU path), loaded offline
     vocab_size: int = 512  # tiny tokenizer vocabulary (byte-level BPE trained on expert text)
     tokenizer_episodes: int = 300  # expert episodes whose text trains the tokenizer
