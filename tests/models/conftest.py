@@ -25,9 +25,10 @@ def tok(corpus):
 def expected_roles():
     """An independent oracle for `token_roles` on a clean response: each id's decoded piece is located
     in `response` by its character offsets and takes the span holding most of its characters (ties:
-    action, reasoning, format); tag characters are format."""
+    action, reasoning, format); tag characters are format. `prefix`: text before the response."""
 
-    def roles(tok, ids, response):
+    def roles(tok, ids, response, prefix=""):
+        response = prefix + response  # text forced into the prompt (e.g. "<think>") opens a span
         kind = [Role.FORMAT] * len(response)
         for open_tag, close_tag, role in (("<think>", "</think>", Role.REASONING), ("<answer>", "</answer>", Role.ACTION)):
             start = response.find(open_tag)
@@ -37,7 +38,7 @@ def expected_roles():
             end = response.find(close_tag, start)
             for c in range(start, len(response) if end < 0 else end):
                 kind[c] = role
-        out, pos = [], 0
+        out, pos = [], len(prefix)
         for i in ids:
             piece = tok.decode([i])
             assert response.startswith(piece, pos), (piece, pos)
