@@ -151,8 +151,9 @@ def converted_dir(gguf_file: str | Path, name: str, cache_dir: str | Path | None
         record = {"name": name, "file": gguf_file.name, **(source or {}), "sha256": digest}
         (tmp / SOURCE_FILE).write_text(json.dumps(record, indent=1) + "\n")
 
-    discard_dir(folder)  # a folder left by an interrupted or foreign write (no-op when absent)
-    return write_dir_atomic(folder, fill)
+    if folder.exists() and not _complete(folder, digest):  # left by an interrupted or foreign write
+        discard_dir(folder)
+    return write_dir_atomic(folder, fill)  # a complete folder renamed in meanwhile by another process is kept
 
 
 def packaged_model_dir(name: str, cache_dir: str | Path | None = None) -> Path:
