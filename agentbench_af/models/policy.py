@@ -78,7 +78,13 @@ def build_policy(
     env_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Policy:
     """A freshly initialised tiny policy with a tokenizer trained on the environments' expert text
-    (each environment built with its `env_kwargs` overrides, as the run builds it)."""
+    (each environment built with its `env_kwargs` overrides, as the run builds it); a packaged pretrained
+    name (`models.packaged`, e.g. smollm2-135m) loads that model and its own tokenizer instead."""
+    from agentbench_af.models.packaged import PACKAGED_MODELS, load_packaged
+
+    if model_name in PACKAGED_MODELS:
+        lm, tokenizer = load_packaged(model_name)
+        return Policy(lm=lm, tokenizer=tokenizer, chat=ChatFormat.from_tokenizer(tokenizer), name=model_name)
     from agentbench_af.models.tiny import build_tiny_policy
     from agentbench_af.models.tokenizer import tokenizer_for_envs
 

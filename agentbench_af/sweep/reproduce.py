@@ -27,7 +27,7 @@ from importlib import resources
 from pathlib import Path
 
 from agentbench_af.models.hf import WEIGHT_FILES
-from agentbench_af.models.tiny import TINY_SPECS
+from agentbench_af.models.names import is_named_model
 from agentbench_af.results.record import git_commit
 from agentbench_af.sweep.runner import Backend, RunOutcome, plan_sweep, run_sweep
 from agentbench_af.sweep.spec import GridSpec, SweepSpec, load_sweep_spec, named_models
@@ -88,8 +88,8 @@ def preset_path(preset: str) -> Path:
 
 
 def hub_models(spec: SweepSpec) -> list[str]:
-    """Grid models that are not tiny-family names (Hugging Face models, looked up under --model-dir)."""
-    return [m for m in named_models(spec) if m not in TINY_SPECS]
+    """Grid models that are not built-in names (Hugging Face models, looked up under --model-dir)."""
+    return [m for m in named_models(spec) if not is_named_model(m)]
 
 
 def check_model_dir(models: list[str], model_dir: Path | None) -> dict[str, Path]:

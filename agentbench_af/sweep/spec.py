@@ -115,9 +115,9 @@ def base_dict(spec: SweepSpec) -> dict[str, Any]:
 
 
 def _model_override(name: str) -> list[str]:
-    from agentbench_af.models.tiny import TINY_SPECS
+    from agentbench_af.models.names import is_named_model
 
-    return [f"model.name={name}"] if name in TINY_SPECS else [f"model.path={name}"]
+    return [f"model.name={name}"] if is_named_model(name) else [f"model.path={name}"]
 
 
 #: the config sections a warm start depends on (SFT demonstrations use the collector's contexts)

@@ -14,6 +14,7 @@ import numpy as np
 
 from agentbench_af.config import config_hash, to_dict
 from agentbench_af.formats.roles import ROLE_NAMES
+from agentbench_af.models.packaged import packaged_model_source
 from agentbench_af.results.fingerprint import environment_fingerprint
 from agentbench_af.results.record import RunRecord, git_commit, package_versions
 from agentbench_af.results.snapshot import BottleneckSnapshot, bottleneck_snapshot
@@ -106,6 +107,7 @@ def run_record(cfg: TrainConfig, num_params: int, env, warm: WarmStart, progress
         final_success=final["success"], final_metrics={k: v for k, v in final.items() if k != "step"},
         warm_start_success=progress.warm_start_success, curve=progress.curve, tokens_by_role=progress.tokens_by_role,
         wall_time_s=progress.wall_time_s, bottleneck=bottleneck, warm_start=warm.to_record(),
-        git_commit=git_commit(), versions=package_versions(), fingerprint=environment_fingerprint(cfg.run.device),
+        git_commit=git_commit(), versions=package_versions(),
+        fingerprint={**environment_fingerprint(cfg.run.device), **packaged_model_source(cfg)},
         parallel={"world_size": world_size, "strategy": cfg.run.parallel if world_size > 1 else None},
     )

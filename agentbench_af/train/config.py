@@ -110,7 +110,8 @@ class EnvConfig:
 
 @dataclass(frozen=True)
 class ModelConfig:
-    #: a tiny-family name (tiny-0.12m, tiny-0.2m, tiny-0.7m, tiny-2m, tiny-7m, tiny-30m); ignored when `path` is set
+    #: a tiny-family name (tiny-0.12m, tiny-0.2m, tiny-0.7m, tiny-2m, tiny-7m, tiny-30m) or a packaged
+    #: pretrained model (smollm2-135m, models/packaged.py); ignored when `path` is set
     name: str = "tiny-0.2m"
     #: a Hugging Face model directory or id (GPU path), loaded offline
     path: str | None = None

@@ -26,11 +26,17 @@ def check_runnable(cfg: TrainConfig) -> None:
     except (KeyError, TypeError, ValueError, ImportError) as exc:
         raise ConfigError(f"env: {exc.args[0] if exc.args else exc}") from exc
     if not cfg.model.path:
-        from agentbench_af.models.tiny import TINY_SPECS
+        from agentbench_af.models.names import is_named_model, model_names
+        from agentbench_af.models.packaged import PACKAGED_MODELS, gguf_sha256
 
-        if cfg.model.name not in TINY_SPECS:
-            raise ConfigError(f"model.name: unknown tiny policy {cfg.model.name!r}; choose one of {list(TINY_SPECS)} "
+        if not is_named_model(cfg.model.name):
+            raise ConfigError(f"model.name: unknown model {cfg.model.name!r}; choose one of {model_names()} "
                               "or set model.path")
+        if cfg.model.name in PACKAGED_MODELS:
+            try:
+                gguf_sha256(cfg.model.name)  # the wheel is installed and holds the expected file
+            except (ImportError, ValueError) as exc:
+                raise ConfigError(str(exc)) from exc
     if cfg.model.path and cfg.model.path.startswith(("/", ".", "~")) and not Path(cfg.model.path).expanduser().is_dir():
         raise ConfigError(f"model.path: no directory {cfg.model.path}")
     if cfg.run.init_from and not Path(cfg.run.init_from).is_dir():
