@@ -54,13 +54,13 @@ HEALTH = ["rollout_success", "health/invalid_rate", "health/z_invalid", "health/
 
 def health(out: Path, runs: list[str]) -> None:
     fig, axes = plt.subplots(3, 4, figsize=(16, 9))
-    for spec in runs:
+    for i, spec in enumerate(runs):
         label, run_dir = spec.split("=", 1)
         rows = [json.loads(line) for line in Path(run_dir, "metrics.jsonl").read_text().splitlines() if line]
         for ax, key in zip(axes.flat, HEALTH, strict=True):
             pts = [(r["step"], r[key]) for r in rows if key in r]
             if pts:
-                ax.plot([s for s, _ in pts], [v for _, v in pts], label=label, lw=1.2)
+                ax.plot([s for s, _ in pts], [v for _, v in pts], label=label, lw=1.2, color=f"C{i}")
             ax.set_title(key, fontsize=9)
     axes[0][0].legend(fontsize=7)
     for ax in axes[-1]:
