@@ -20,6 +20,7 @@ from agentbench_af.results.record import RunRecord, git_commit, package_versions
 from agentbench_af.results.snapshot import BottleneckSnapshot, bottleneck_snapshot
 from agentbench_af.rollout.batch import RolloutBatch
 from agentbench_af.train.config import TrainConfig
+from agentbench_af.train.health import health_metrics
 from agentbench_af.train.warm_start import WarmStart
 
 
@@ -69,6 +70,7 @@ def step_row(done: int, batch: RolloutBatch, trajs: list, time_rollout_s: float,
         "time_step_s": time_step_s,
         "lr": lr,
         **update_metrics,
+        **health_metrics(batch, trajs),
     }
 
 
