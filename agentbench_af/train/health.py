@@ -57,7 +57,7 @@ def group_stats(returns: torch.Tensor, groups: torch.Tensor, success: torch.Tens
 def z_of_flagged(returns: torch.Tensor, groups: torch.Tensor, flagged: torch.Tensor) -> float | None:
     """Mean within-group z-score ((r - group mean) / group std, population std) of the flagged trajectories,
     over groups with spread; None when no flagged trajectory is in such a group. All inputs (N,)."""
-    zs = []
+    zs: list[float] = []
     for g in torch.unique(groups):
         r = returns[groups == g].double()  # (n,)
         std = float(r.std(unbiased=False))
