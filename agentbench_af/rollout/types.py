@@ -9,44 +9,50 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
+from agentbench_af.config import check_choices
+
 if TYPE_CHECKING:  # annotations only: the configuration and records do not need torch
     from torch import nn
 
 
 @dataclass(frozen=True)
 class RolloutConfig:
-    """How rollouts are sampled.
+    """How rollouts are sampled (`agentbench-af config rollout --explain` prints each field's doc)."""
 
-    `context_mode`: `full` keeps the whole history in the context (one training sample per trajectory);
-    `window` keeps the system prompt and the last `window_turns` turns (one sample per turn).
-    `prompt_prefix` is text forced at the start of every response (e.g. "<think>"); it is part of the
-    prompt, never trained on, and is prepended to the response text the environment sees.
-    `engine`: `transformers` (`rollout.engine.TransformersEngine`, the default) or `vllm` (a vLLM engine in
-    the training process, `rollout.vllm_engine.VLLMEngine`; needs the `vllm` extra). `vllm_memory_fraction`
-    is vLLM's `gpu_memory_utilization` (on CPU: the share of RAM that must be free when it starts);
-    `vllm_kv_cache_gib` sizes its KV cache (0: 1 GiB on CPU, from the memory fraction on CUDA).
-    """
-
+    #: rollouts per prompt (a GRPO group)
     group_size: int = 8
+    #: full: the whole history is the context (one training sample per trajectory); window: the system prompt
+    #: and the last `window_turns` turns (one sample per turn)
     context_mode: Literal["full", "window"] = "full"
+    #: turns kept in the context under context_mode window
     window_turns: int = 2
+    #: sampling temperature (0: greedy); old log-probs are computed at the same temperature
     temperature: float = 1.0
+    #: nucleus sampling mass (1: off)
     top_p: float = 1.0
+    #: the longest response of one turn, in tokens
     max_new_tokens: int = 96
+    #: the longest context (prompt and response) of one turn, in tokens
     max_context_tokens: int = 2048
+    #: text forced at the start of every response (e.g. "<think>"): part of the prompt, never trained on,
+    #: prepended to the response text the environment sees
     prompt_prefix: str = ""
+    #: the most sequences one generation call decodes at once
     max_batch_size: int = 256
+    #: transformers (`rollout.engine.TransformersEngine`, the default) or vllm (a vLLM engine in the training
+    #: process, `rollout.vllm_engine.VLLMEngine`; needs the vllm extra)
     engine: Literal["transformers", "vllm"] = "transformers"
+    #: vLLM's gpu_memory_utilization (on CPU: the share of RAM that must be free when it starts)
     vllm_memory_fraction: float = 0.2
+    #: vLLM's KV cache size in GiB (0: 1 GiB on CPU, from the memory fraction on CUDA)
     vllm_kv_cache_gib: float = 0.0
 
     def __post_init__(self) -> None:
+        check_choices(self, "rollout")
         for name in ("group_size", "window_turns", "max_new_tokens", "max_context_tokens", "max_batch_size"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"rollout.{name} must be an integer >= 1, got {value!r}")
-        if self.context_mode not in ("full", "window"):
-            raise ValueError(f"rollout.context_mode must be 'full' or 'window', got {self.context_mode!r}")
         if not (isinstance(self.temperature, (int, float)) and math.isfinite(self.temperature) and self.temperature >= 0):
             raise ValueError(f"rollout.temperature must be a finite number >= 0 (0: greedy), got {self.temperature!r}")
         if not (isinstance(self.top_p, (int, float)) and 0 < self.top_p <= 1):
@@ -54,8 +60,6 @@ class RolloutConfig:
         if self.max_context_tokens <= self.max_new_tokens:
             raise ValueError(f"rollout.max_context_tokens ({self.max_context_tokens}) must exceed rollout.max_new_tokens "
                              f"({self.max_new_tokens}): the prompt needs room too")
-        if self.engine not in ("transformers", "vllm"):
-            raise ValueError(f"rollout.engine must be 'transformers' or 'vllm', got {self.engine!r}")
         if not (isinstance(self.vllm_memory_fraction, (int, float)) and 0 < self.vllm_memory_fraction <= 1):
             raise ValueError(f"rollout.vllm_memory_fraction must be in (0, 1], got {self.vllm_memory_fraction!r}")
         if not (isinstance(self.vllm_kv_cache_gib, (int, float)) and self.vllm_kv_cache_gib >= 0):

@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from agentbench_af.cli import app
 from agentbench_af.config import ConfigError, config_hash, field_docs, load_config
 from agentbench_af.credit.config import CreditConfig
+from agentbench_af.rollout.types import RolloutConfig
 from agentbench_af.train.config import (
     DiagnosticConfig,
     EnvConfig,
@@ -32,6 +33,8 @@ CHOICES = [
     ("credit.scope", CreditConfig, "scope", "['trajectory', 'turn']"),
     ("credit.energy_source", CreditConfig, "energy_source", "['old', 'ref', 'entropy']"),
     ("credit.format_role", CreditConfig, "format_role", "['reasoning', 'action']"),
+    ("rollout.context_mode", RolloutConfig, "context_mode", "['full', 'window']"),
+    ("rollout.engine", RolloutConfig, "engine", "['transformers', 'vllm']"),
 ]
 
 
@@ -62,7 +65,7 @@ def test_estimator_and_weighting_are_derived_from_the_method():
 
 
 DOCUMENTED = (TrainConfig, EnvConfig, ModelConfig, SFTConfig, RLConfig, EvalConfig, RunConfig, DiagnosticConfig,
-              CreditConfig)  # LossConfig and RolloutConfig still document their fields in their class docstrings
+              CreditConfig, RolloutConfig)  # LossConfig still documents its fields in its class docstring
 
 
 @pytest.mark.parametrize("cls", DOCUMENTED, ids=[c.__name__ for c in DOCUMENTED])
