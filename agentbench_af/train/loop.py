@@ -8,7 +8,7 @@ record's `bottleneck` holds the Action Bottleneck diagnostic (the headline, with
 of the moment, and the secondary |c| ratio) of the first step's batch (warm-start policy, before any
 update) and of one extra batch sampled after the last update.
 
-Under `torchrun` (WORLD_SIZE > 1) the same loop runs on every rank (`train.distributed`): each rank
+Under `torchrun` (WORLD_SIZE > 1) the same loop runs on every rank (`train.distributed.ranks`): each rank
 collects its contiguous share of the step's prompts with its own sampling stream, credit uses global
 batch statistics where a method has them (`distributed_credit`), the update runs under DDP or FSDP2
 (`run.parallel`) with global loss denominators, evaluation splits its seeds over the ranks
@@ -41,17 +41,17 @@ from agentbench_af.rollout.collect import collect_rollouts
 from agentbench_af.rollout.engine import build_engine
 from agentbench_af.rollout.seeds import draw_train_seeds
 from agentbench_af.rollout.to_batch import trajectories_to_batch
-from agentbench_af.train import distributed as dp
-from agentbench_af.train.bookkeeping import protocol, run_record, step_row
+from agentbench_af.train.bookkeeping.rank_folder import run_folder
+from agentbench_af.train.bookkeeping.record import protocol, run_record, step_row
 from agentbench_af.train.config import TrainConfig
 from agentbench_af.train.device import resolve_device, use_device
-from agentbench_af.train.distributed_eval import evaluation_row, shared_eval_on_ranks
-from agentbench_af.train.gather_batch import gather_batch
-from agentbench_af.train.learner import build_learner
-from agentbench_af.train.rank_folder import run_folder
-from agentbench_af.train.step import StepContext, samples_on_policy, score, update
-from agentbench_af.train.warm_eval import shared_warm_eval, warm_eval_key
-from agentbench_af.train.warm_start import prepare_warm_start, warm_start_for
+from agentbench_af.train.distributed import ranks as dp
+from agentbench_af.train.distributed.evaluation import evaluation_row, shared_eval_on_ranks
+from agentbench_af.train.distributed.gather_batch import gather_batch
+from agentbench_af.train.update.learner import build_learner
+from agentbench_af.train.update.step import StepContext, samples_on_policy, score, update
+from agentbench_af.train.warm.warm_eval import shared_warm_eval, warm_eval_key
+from agentbench_af.train.warm.warm_start import prepare_warm_start, warm_start_for
 
 __all__ = ["train", "step_seed", "prepare_warm_start", "resolve_device", "protocol"]
 

@@ -76,7 +76,7 @@ def test_default_run_names_differ_when_configs_differ(tmp_path):
 
 def test_a_sweep_task_on_a_busy_folder_fails_without_writing_into_it(tmp_path, warm_start):
     from agentbench_af.sweep.tasks import Task, execute
-    from agentbench_af.train.run_folder import RunLock
+    from agentbench_af.train.bookkeeping.run_folder import RunLock
 
     cfg = run_config(tmp_path, warm_start)
     run_dir = tmp_path / "run"

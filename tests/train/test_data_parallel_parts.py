@@ -18,9 +18,16 @@ from agentbench_af.rollout.collect import collect_rollouts
 from agentbench_af.rollout.engine import TransformersEngine
 from agentbench_af.rollout.to_batch import trajectories_to_batch
 from agentbench_af.rollout.types import RolloutConfig
-from agentbench_af.train.distributed import SINGLE, Ranks, UpdateSync, check_world, rank_seed, reduce_metrics
-from agentbench_af.train.distributed_eval import seed_block
-from agentbench_af.train.gather_batch import concat_batches
+from agentbench_af.train.distributed.evaluation import seed_block
+from agentbench_af.train.distributed.gather_batch import concat_batches
+from agentbench_af.train.distributed.ranks import (
+    SINGLE,
+    Ranks,
+    UpdateSync,
+    check_world,
+    rank_seed,
+    reduce_metrics,
+)
 
 MASK = torch.tensor([[1, 1, 0], [1, 0, 0], [0, 0, 0]], dtype=torch.bool)
 

@@ -38,16 +38,16 @@ from agentbench_af.results.record import RunRecord
 from agentbench_af.results.rollout_store import save_rollouts, select_groups
 from agentbench_af.results.trackers import Trackers, open_trackers
 from agentbench_af.rollout.batch import RolloutBatch
-from agentbench_af.train.bookkeeping import Progress
-from agentbench_af.train.checkpoint import (
+from agentbench_af.train.bookkeeping.checkpoint import (
     TrainState,
     latest_checkpoint,
     load_checkpoint,
     restore_rng_states,
     save_checkpoint,
 )
+from agentbench_af.train.bookkeeping.record import Progress
 from agentbench_af.train.config import TrainConfig
-from agentbench_af.train.learner import Learner
+from agentbench_af.train.update.learner import Learner
 
 try:
     import fcntl

@@ -19,7 +19,7 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
-from agentbench_af.train.distributed import Ranks
+from agentbench_af.train.distributed.ranks import Ranks
 
 Strategy = Literal["ddp", "fsdp2"]
 STRATEGIES = ("ddp", "fsdp2")
