@@ -138,6 +138,8 @@ def restore_latest(run_dir: Path, learner: Learner) -> tuple[int, Progress] | No
     if ckpt is None:
         return None
     state, rng = load_checkpoint(ckpt)
+    if state.scheduler is None:  # only an SFT checkpoint is written without a scheduler
+        raise ValueError(f"{ckpt} has no learning-rate scheduler state: not an RL run's checkpoint")
     learner.load_state(state.model, state.optimizer, state.scheduler)
     restore_rng_states(rng)
     return state.step, Progress.from_dict(state.extra)
