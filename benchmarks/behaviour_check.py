@@ -54,7 +54,7 @@ def overrides(out_dir: Path, **extra: object) -> list[str]:
 
 def weights_hash(run_dir: Path) -> str:
     """SHA-256 over the last checkpoint's model and optimizer tensors (names sorted)."""
-    from agentbench_af.train.checkpoint import latest_checkpoint
+    from agentbench_af.train.bookkeeping.checkpoint import latest_checkpoint
 
     state = torch.load(latest_checkpoint(run_dir), map_location="cpu", weights_only=False)
     digest = hashlib.sha256()

@@ -32,7 +32,7 @@ from agentbench_af.config import load_config
 from agentbench_af.io import read_jsonl
 from agentbench_af.results.record import git_commit
 from agentbench_af.train.config import TrainConfig
-from agentbench_af.train.warm_start import prepare_warm_start
+from agentbench_af.train.warm.warm_start import prepare_warm_start
 
 app = typer.Typer(add_completion=False)
 

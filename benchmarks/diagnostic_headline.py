@@ -24,7 +24,7 @@ from tabulate import tabulate
 from agentbench_af.diagnose.headline import compute_headline
 from agentbench_af.models.policy import Policy
 from agentbench_af.results.rollout_store import load_rollouts
-from agentbench_af.train.saved_run import run_config, run_policy_dir, saved_rollout_paths
+from agentbench_af.train.bookkeeping.saved_run import run_config, run_policy_dir, saved_rollout_paths
 
 app = typer.Typer(add_completion=False)
 

@@ -10,7 +10,7 @@ Stages:
 - `qwen-0.5b`: a random-weight model of Qwen2.5-0.5B-Instruct's exact shape (its config values and its
   151,936-row vocabulary), weights saved in bf16 as the released checkpoints are, under the `paper`
   preset's recipe: one collection of a paper-sized batch (8 prompts x 16 rollouts, 400 new tokens a turn)
-  with the transformers engine, then one GRPO update (`train.step.update`, the loop's step-0
+  with the transformers engine, then one GRPO update (`train.update.step.update`, the loop's step-0
   path: scoring pass, credit, `ppo_update` with 4 minibatches, bf16 autocast).
 - `qwen-1.5b`, `qwen-3b`: the same update on the 0.5B stage's batch (or, without it, on a batch collected
   by a small random Qwen with the same tokenizer).
@@ -55,7 +55,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from agentbench_af.train.distributed import Ranks
+from agentbench_af.train.distributed.ranks import Ranks
 
 ENV = "FrozenLake-4x4-slippery-v0"
 QWEN_NAME = "Qwen2.5-0.5B-Instruct"  # the paper preset's model folder name
@@ -203,10 +203,10 @@ def collect_batch(cfg, policy, autocast, seed: int = 0):
 
 
 def timed_update(cfg, model_dir: Path, batch, device: torch.device, autocast) -> dict:
-    """`train.step.update` (the loop's step, on a batch its own engine sampled) on a fresh learner; seconds,
+    """`train.update.step.update` (the loop's step, on a batch its own engine sampled) on a fresh learner; seconds,
     peak memory, weight change."""
-    from agentbench_af.train.learner import build_learner
-    from agentbench_af.train.step import StepContext, update
+    from agentbench_af.train.update.learner import build_learner
+    from agentbench_af.train.update.step import StepContext, update
 
     learner = build_learner(cfg, model_dir, device)
     lm = learner.trained.lm
@@ -308,8 +308,8 @@ def stage_tiny(args) -> dict:
     from agentbench_af.config import read_config_mapping
     from agentbench_af.models.policy import build_policy
     from agentbench_af.train.config import train_config_from_dict
-    from agentbench_af.train.learner import build_learner
-    from agentbench_af.train.step import StepContext, update
+    from agentbench_af.train.update.learner import build_learner
+    from agentbench_af.train.update.step import StepContext, update
 
     name = "tiny-0.2m" if args.tiny else "tiny-7m"
     small = ["rl.prompts_per_step=2", "rollout.group_size=2", "rollout.max_new_tokens=16"] if args.tiny else []
@@ -431,9 +431,9 @@ def stage_dp_probe(args) -> dict:
     """Run under torchrun (1 process): the project's DDP or FSDP2 update vs the plain update."""
     import torch.distributed as dist
 
-    from agentbench_af.train import distributed as dp
-    from agentbench_af.train.learner import build_learner
-    from agentbench_af.train.step import StepContext, update
+    from agentbench_af.train.distributed import ranks as dp
+    from agentbench_af.train.update.learner import build_learner
+    from agentbench_af.train.update.step import StepContext, update
 
     strategy = args.stage.removeprefix("nccl-")
     device = torch.device(args.device)

@@ -11,7 +11,7 @@ runs with gradient checkpointing and bf16 off, `loss_type="dapo"` (token mean ov
 decoded completion. The prompt token ids of both are checked equal before anything is timed.
 
 Our step is the training loop's: `collect_rollouts` (environment steps included), `trajectories_to_batch`
-and `train.step.update` (the on-policy shortcut where `fuses_scoring` allows it; `--score-pass` forces
+and `train.update.step.update` (the on-policy shortcut where `fuses_scoring` allows it; `--score-pass` forces
 the separate scoring pass). TRL's step is timed from its trainer's `on_step_begin`
 to `on_step_end` (generation, reward, forward, backward, clipping, optimizer step); its generation and
 reward calls are timed by wrapping the trainer's methods. The steps alternate one by one inside one TRL
@@ -57,8 +57,8 @@ from agentbench_af.rollout.engine import TransformersEngine
 from agentbench_af.rollout.seeds import draw_train_seeds
 from agentbench_af.rollout.to_batch import trajectories_to_batch
 from agentbench_af.train.config import EnvConfig, ModelConfig, RLConfig, TrainConfig
-from agentbench_af.train.learner import build_learner
-from agentbench_af.train.step import StepContext, samples_on_policy, update
+from agentbench_af.train.update.learner import build_learner
+from agentbench_af.train.update.step import StepContext, samples_on_policy, update
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rollout_throughput import warm_policy  # noqa: E402

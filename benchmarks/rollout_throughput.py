@@ -36,7 +36,7 @@ from agentbench_af.rollout.engine import TransformersEngine
 from agentbench_af.rollout.seeds import draw_train_seeds
 from agentbench_af.rollout.types import RolloutConfig, SamplingParams, Trajectory
 from agentbench_af.train.config import EnvConfig, ModelConfig, SFTConfig, TrainConfig
-from agentbench_af.train.sft import sft_warm_start
+from agentbench_af.train.warm.sft import sft_warm_start
 
 
 @dataclass(frozen=True)

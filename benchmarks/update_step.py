@@ -55,9 +55,9 @@ from agentbench_af.rollout.seeds import draw_train_seeds
 from agentbench_af.rollout.to_batch import trajectories_to_batch
 from agentbench_af.rollout.types import RolloutConfig
 from agentbench_af.train.config import TrainConfig
-from agentbench_af.train.data_parallel import TrainModules
-from agentbench_af.train.loss import LossConfig
-from agentbench_af.train.update import Credit, UpdateSettings, ppo_update
+from agentbench_af.train.distributed.data_parallel import TrainModules
+from agentbench_af.train.update.loss import LossConfig
+from agentbench_af.train.update.ppo import Credit, UpdateSettings, ppo_update
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rollout_throughput import warm_policy  # noqa: E402

@@ -5,7 +5,7 @@
 
 `committed` reads leaderboards/cpu-confirm and cpu-confirm-sudoku records (mean over seeds per method of
 success at T = 1 and the valid-turn rate at each evaluation); `health` reads each run folder's
-metrics.jsonl (the `health/` keys of `agentbench_af.train.health` and the update's metrics).
+metrics.jsonl (the `health/` keys of `agentbench_af.train.bookkeeping.health` and the update's metrics).
 """
 
 from __future__ import annotations

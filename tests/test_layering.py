@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("evaluate",),  # success rate of a policy on evaluation seeds
     ("diagnose",),  # the Action Bottleneck statistics and report of a batch
     ("results",),  # run records, saved rollouts, the record's diagnostic snapshot, tables, plots
-    ("train",),  # SFT warm start, the update, the training loop, reading run directories
+    ("train",),  # warm/ (SFT warm start), update/, bookkeeping/ (run folder, reading runs), distributed/, loop
     ("sweep",),  # grids of runs, backends, reproduce
     ("cli",),  # the typer commands
 )

@@ -6,7 +6,7 @@ model directory (a run's final_policy / warm_start, or a Hugging Face model) is 
 headline's gradients are taken at the policy loaded (for saved rollouts: the run's final_policy, else its
 warm start; so the last saved batch was sampled one update or more before that policy), with the run's
 `diagnostic` settings (defaults for a model directory without a run config). The work is in
-`agentbench_af.diagnose` (sample.py, pipeline.py, inputs.py) and `train.saved_run` (reading a run
+`agentbench_af.diagnose` (sample.py, pipeline.py, inputs.py) and `train.bookkeeping.saved_run` (reading a run
 directory); this file parses and prints.
 Left out: several runs at once (run the command per run; `agentbench-af table` compares records).
 """
@@ -104,7 +104,7 @@ def diagnose_command(
     if run_dir is not None and env is not None:
         raise _fail("--env goes with --model; a run directory is diagnosed on its own environment")
     from agentbench_af.models.policy import is_model_dir
-    from agentbench_af.train import saved_run
+    from agentbench_af.train.bookkeeping import saved_run
 
     torch_device = _device(device)
     if run_dir is not None:
@@ -144,7 +144,7 @@ def _diagnose_saved(run_dir: Path, cfg, paths: list[Path], out: Path, ref: Path 
     from agentbench_af.diagnose.pipeline import diagnose_batches
     from agentbench_af.diagnose.sample import add_ref_logprobs
     from agentbench_af.results.rollout_store import load_rollouts
-    from agentbench_af.train.saved_run import run_policy_dir
+    from agentbench_af.train.bookkeeping.saved_run import run_policy_dir
 
     policy_dir = run_policy_dir(run_dir, cfg)
     policy = _load_model(policy_dir, device, "the run's policy") if policy_dir is not None else None

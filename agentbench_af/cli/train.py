@@ -54,7 +54,7 @@ def train_command(
         raise _fail(str(exc)) from exc
     from agentbench_af.io import WriteError
     from agentbench_af.results.tensor_files import UnsafeFileError
-    from agentbench_af.train.distributed import check_world, ranks_from_env
+    from agentbench_af.train.distributed.ranks import check_world, ranks_from_env
     from agentbench_af.train.loop import train
 
     if resume and overwrite:

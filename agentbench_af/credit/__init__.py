@@ -5,7 +5,7 @@
     weights = compute_token_weights(batch, cfg)  # (B, T), stop-gradient, 0 off the response mask
 
 The third axis, the policy loss (`loss.policy`), is registered here too (policy_losses.py) and run by
-`train.loss.policy_loss`. Batch statistics go through `reduce.batch_reduce()` (global under data
+`train.update.loss.policy_loss`. Batch statistics go through `reduce.batch_reduce()` (global under data
 parallelism). Importing this package registers the built-ins (advantages.py, weights.py,
 policy_losses.py, neighbours.py, empg.py); installed plugins
 (entry-point group `agentbench_af.credit`) load at the first lookup of a name (registry.py).

@@ -1,5 +1,5 @@
 """Built-in policy losses (`loss.policy`): `fn(logprobs, old_logprobs, advantages, weights, mask, cfg, reduce)`
--> `PolicyLossOutput`, the weighted per-token loss (B, T) that `train.loss.policy_loss` aggregates with
+-> `PolicyLossOutput`, the weighted per-token loss (B, T) that `train.update.loss.policy_loss` aggregates with
 `loss.agg`, and the loss's own metrics. `cfg` is the run's `LossConfig`; `reduce` the batch reduction (the
 identity on one process, over every rank under data parallelism).
 

@@ -3,7 +3,7 @@
 A method that needs a batch statistic (a mean, a quantile, a min-max range, a top-k) computes it
 through a `BatchReduce`, never on its own tensors alone: on one process the reduction is the identity
 (`LOCAL`); under data parallelism the harness supplies one that reduces over every rank
-(`train.distributed_credit.RanksReduce`), so the statistic is global by construction, with no
+(`train.distributed.credit.RanksReduce`), so the statistic is global by construction, with no
 special case per method name.
 
     reduce = batch_reduce()                 # inside fn(batch, cfg): the reduction the harness set

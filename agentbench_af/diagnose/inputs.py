@@ -2,7 +2,7 @@
 
     tokenizer = load_tokenizer(policy_dir)       # the tokenizer saved in a policy / Hugging Face folder
     texts = token_texts(tokenizer)               # ids -> one string per token (for the token page)
-Reading a run directory (its config, saved rollouts, policy) is `train.saved_run`'s job.
+Reading a run directory (its config, saved rollouts, policy) is `train.bookkeeping.saved_run`'s job.
 Left out: runs of other harnesses.
 """
 

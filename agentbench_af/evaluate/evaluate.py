@@ -3,7 +3,7 @@
 The evaluation seeds are the first `episodes` seeds of the environment variant's evaluation range,
 disjoint from its training range, so every method and run is scored on the same instances. A result is
 computed from `EvalCounts`, sums over episodes and turns that add up over any split of the seeds (a
-data-parallel run sums its ranks' counts: `train.distributed_eval`).
+data-parallel run sums its ranks' counts: `train.distributed.evaluation`).
 Left out: best-of-n or pass@k metrics (the project reports final-step success only).
 """
 

@@ -86,7 +86,7 @@ def _stored_hash(path: Path) -> str | None:
 
 
 def plan_run(cfg: TrainConfig) -> PlannedRun:
-    from agentbench_af.train.checkpoint import latest_checkpoint
+    from agentbench_af.train.bookkeeping.checkpoint import latest_checkpoint
 
     run_dir = Path(cfg.run.out_dir) / cfg.run_name
     h = config_hash(cfg)

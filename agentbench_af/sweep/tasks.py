@@ -80,7 +80,7 @@ def clear_failure(run_dir: str | Path) -> None:
 def execute(task: Task) -> TaskResult:
     """Run one task in this process; failures are recorded, not raised (KeyboardInterrupt still is)."""
     from agentbench_af.train import loop  # looked up at call time so tests can patch loop.train
-    from agentbench_af.train.run_folder import RunFolderBusy
+    from agentbench_af.train.bookkeeping.run_folder import RunFolderBusy
 
     start = time.time()
     set_threads(task.threads)

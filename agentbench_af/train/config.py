@@ -24,7 +24,7 @@ from agentbench_af.config import OMIT_WHEN_UNSET, ConfigError, check_choices, fr
 from agentbench_af.credit.config import CreditConfig
 from agentbench_af.plugins import PluginError, import_modules
 from agentbench_af.rollout.types import RolloutConfig
-from agentbench_af.train.loss import LossConfig
+from agentbench_af.train.update.loss import LossConfig
 
 REPORTERS = ("tensorboard", "wandb")
 
@@ -173,7 +173,7 @@ class RLConfig:
     weight_decay: float = 0.0
     #: gae's critic. detached: a value head on the policy's last hidden state whose loss trains the head
     #: only (a linear critic on the policy's features); shared: the value loss also trains the policy's
-    #: trunk; separate: its own copy of the warm start's trunk plus a head (train.critic), as verl does
+    #: trunk; separate: its own copy of the warm start's trunk plus a head (train.update.critic), as verl does
     critic: Literal["detached", "shared", "separate"] = "detached"
 
     def __post_init__(self) -> None:

@@ -8,7 +8,7 @@ record's `bottleneck` holds the Action Bottleneck diagnostic (the headline, with
 of the moment, and the secondary |c| ratio) of the first step's batch (warm-start policy, before any
 update) and of one extra batch sampled after the last update.
 
-Under `torchrun` (WORLD_SIZE > 1) the same loop runs on every rank (`train.distributed`): each rank
+Under `torchrun` (WORLD_SIZE > 1) the same loop runs on every rank (`train.distributed.ranks`): each rank
 collects its contiguous share of the step's prompts with its own sampling stream, credit uses global
 batch statistics where a method has them (`distributed_credit`), the update runs under DDP or FSDP2
 (`run.parallel`) with global loss denominators, evaluation splits its seeds over the ranks
@@ -41,17 +41,18 @@ from agentbench_af.rollout.collect import collect_rollouts
 from agentbench_af.rollout.engine import build_engine
 from agentbench_af.rollout.seeds import draw_train_seeds
 from agentbench_af.rollout.to_batch import trajectories_to_batch
-from agentbench_af.train import distributed as dp
-from agentbench_af.train.bookkeeping import protocol, run_record, step_row
+from agentbench_af.train.bookkeeping.rank_folder import FollowerFolder, run_folder
+from agentbench_af.train.bookkeeping.record import protocol, run_record, step_row
+from agentbench_af.train.bookkeeping.run_folder import RunFolder
 from agentbench_af.train.config import TrainConfig
 from agentbench_af.train.device import resolve_device, use_device
-from agentbench_af.train.distributed_eval import evaluation_row, shared_eval_on_ranks
-from agentbench_af.train.gather_batch import gather_batch
-from agentbench_af.train.learner import build_learner
-from agentbench_af.train.rank_folder import run_folder
-from agentbench_af.train.step import StepContext, samples_on_policy, score, update
-from agentbench_af.train.warm_eval import shared_warm_eval, warm_eval_key
-from agentbench_af.train.warm_start import prepare_warm_start, warm_start_for
+from agentbench_af.train.distributed import ranks as dp
+from agentbench_af.train.distributed.evaluation import evaluation_row, shared_eval_on_ranks
+from agentbench_af.train.distributed.gather_batch import gather_batch
+from agentbench_af.train.update.learner import Learner, build_learner
+from agentbench_af.train.update.step import StepContext, samples_on_policy, score, update
+from agentbench_af.train.warm.warm_eval import shared_warm_eval, warm_eval_key
+from agentbench_af.train.warm.warm_start import prepare_warm_start, warm_start_for
 
 __all__ = ["train", "step_seed", "prepare_warm_start", "resolve_device", "protocol"]
 
@@ -77,11 +78,11 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True, ov
         dp.stop(ranks)
 
 
-def _train(cfg: TrainConfig, run, ranks: dp.Ranks, device: torch.device, autocast: torch.dtype | None,
-           show_progress: bool) -> RunRecord:
-    if ranks.is_main:  # the other ranks wait for rank 0's warm start (built, reused or branched from)
-        warm = warm_start_for(cfg, run.dir, device, show_progress)
-    warm = dp.broadcast_object(warm if ranks.is_main else None, ranks)
+def _train(cfg: TrainConfig, run: RunFolder | FollowerFolder, ranks: dp.Ranks, device: torch.device,
+           autocast: torch.dtype | None, show_progress: bool) -> RunRecord:
+    # the other ranks wait for rank 0's warm start (built, reused or branched from)
+    warm = dp.broadcast_from_main(warm_start_for(cfg, run.dir, device, show_progress) if ranks.is_main else None,
+                                  ranks, "warm start")
     learner = build_learner(cfg, warm.path, device, ranks)
     policy = learner.policy
     engine = build_engine(cfg.rollout, policy.lm, policy.pad_token_id, autocast, cfg.run.seed)
@@ -112,12 +113,14 @@ def _train(cfg: TrainConfig, run, ranks: dp.Ranks, device: torch.device, autocas
         if whole is not None:
             progress.bottleneck_warm_start = snapshot(whole, 0).to_dict()
 
-    start, progress = run.restore(learner) or (0, None)
+    restored = run.restore(learner)
     engine.load_weights(policy.lm)  # a restored checkpoint's weights
-    if progress is None:
+    if restored is None:
         key = warm_eval_key(cfg, str(autocast))
-        progress = run.begin(lambda: shared_eval_on_ranks(warm.path, key, lambda: evaluate(0), ranks) if ranks.active
-                             else shared_warm_eval(warm.path, key, lambda: evaluate(0)))
+        restored = 0, run.begin(
+            lambda: shared_eval_on_ranks(warm.path, key, lambda: evaluate(0), ranks) if ranks.active
+            else shared_warm_eval(warm.path, key, lambda: evaluate(0)))
+    start, progress = restored
     bar = tqdm(range(start, cfg.rl.steps), desc=f"{cfg.method} {cfg.env.id}", disable=not show_progress,
                initial=start, total=cfg.rl.steps)
     for step in bar:
@@ -152,13 +155,13 @@ def _train(cfg: TrainConfig, run, ranks: dp.Ranks, device: torch.device, autocas
     record = None if final_whole is None else run.finish(policy, run_record(
         cfg, policy.num_params, env, warm, progress, final,
         record_bottleneck(progress.bottleneck_warm_start, snapshot(final_whole, cfg.rl.steps)), ranks.world_size))
-    return dp.broadcast_object(record, ranks)
+    return dp.broadcast_from_main(record, ranks, "run record")
 
 
 def step_metrics(done: int, sampled: RolloutBatch, batch: RolloutBatch, trajs: list, t_rollout: float,
-                 t_step: float, learner, update_metrics: dict, ranks: dp.Ranks) -> dict:
+                 t_step: float, learner: Learner, update_metrics: dict, ranks: dp.Ranks) -> dict:
     """The step's metrics row over all ranks, with the engine's log-probs against the trainer's."""
-    row = step_row(done, batch, trajs, t_rollout, t_step, learner.scheduler.get_last_lr()[0],
+    row = step_row(done, batch, trajs, t_rollout, t_step, float(learner.scheduler.get_last_lr()[0]),
                    dp.reduce_metrics(update_metrics, ranks))
     row = dp.reduce_row(row, sum(len(tr.turns) for tr in trajs), ranks)
     mismatch = logprob_mismatch(sampled.old_logprobs, batch.old_logprobs, batch.response_mask)

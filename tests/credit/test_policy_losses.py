@@ -1,4 +1,4 @@
-"""Hand-worked checks of every built-in policy loss (`loss.policy`), through `train.loss.policy_loss`."""
+"""Hand-worked checks of every built-in policy loss (`loss.policy`), through `train.update.loss.policy_loss`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from agentbench_af.credit import POLICY_LOSSES, PolicyLossOutput, register_policy_loss
-from agentbench_af.train.loss import LossConfig, clipped_surrogate, policy_loss, policy_loss_terms
+from agentbench_af.train.update.loss import LossConfig, clipped_surrogate, policy_loss, policy_loss_terms
 
 
 def _loss(policy: str, lp: list, old: list, adv: list, mask: list | None = None, weights: list | None = None, **kw):

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from agentbench_af.cli import app
 from agentbench_af.plugins import CREDIT_GROUP
-from agentbench_af.train.loss import LossConfig, policy_loss_terms
+from agentbench_af.train.update.loss import LossConfig, policy_loss_terms
 
 
 def test_entry_point_registers_the_policy_loss():

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from agentbench_af.cli import app
 from agentbench_af.io import append_jsonl, atomic_write_text, read_jsonl
-from agentbench_af.train.checkpoint import latest_checkpoint
+from agentbench_af.train.bookkeeping.checkpoint import latest_checkpoint
 
 runner = CliRunner()
 

@@ -76,7 +76,7 @@ def test_default_run_names_differ_when_configs_differ(tmp_path):
 
 def test_a_sweep_task_on_a_busy_folder_fails_without_writing_into_it(tmp_path, warm_start):
     from agentbench_af.sweep.tasks import Task, execute
-    from agentbench_af.train.run_folder import RunLock
+    from agentbench_af.train.bookkeeping.run_folder import RunLock
 
     cfg = run_config(tmp_path, warm_start)
     run_dir = tmp_path / "run"
@@ -89,3 +89,13 @@ def test_a_sweep_task_on_a_busy_folder_fails_without_writing_into_it(tmp_path, w
         lock.release()
     assert result.status == "failed" and f"pid {os.getpid()}" in result.error
     assert sorted(p.name for p in run_dir.iterdir()) == [".lock"]  # no failure record in someone else's folder
+
+
+def test_resuming_from_a_checkpoint_without_a_scheduler_is_refused(tmp_path):
+    from agentbench_af.train.bookkeeping.checkpoint import TrainState, save_checkpoint
+    from agentbench_af.train.bookkeeping.run_folder import restore_latest
+
+    assert restore_latest(tmp_path, learner=None) is None  # no checkpoint: nothing to restore
+    save_checkpoint(tmp_path, TrainState(3, {}, {}, None, {}))  # what an SFT checkpoint looks like
+    with pytest.raises(ValueError, match="no learning-rate scheduler state"):
+        restore_latest(tmp_path, learner=None)  # refused before the learner is touched

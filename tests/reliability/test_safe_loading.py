@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from agentbench_af.cli import app
 from agentbench_af.results.rollout_store import load_rollouts
 from agentbench_af.train import loop
-from agentbench_af.train.checkpoint import (
+from agentbench_af.train.bookkeeping.checkpoint import (
     TrainState,
     latest_checkpoint,
     load_checkpoint,

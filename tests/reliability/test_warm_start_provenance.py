@@ -28,7 +28,7 @@ def test_a_warm_start_built_with_other_settings_is_rebuilt(tmp_path):
     five = tiny_config(tmp_path, sft__steps=5)
     prepare_warm_start(five, warm, torch.device("cpu"), show_progress=False)
     assert _recorded_sft_steps(warm) == 5
-    from agentbench_af.train.warm_start import settings_key, warm_start_settings
+    from agentbench_af.train.warm.warm_start import settings_key, warm_start_settings
 
     assert yaml.safe_load((warm / "warm_start.yaml").read_text())["key"] == settings_key(warm_start_settings(five))
     assert any(not torch.equal(two[k], v) for k, v in load_file(str(warm / "model.safetensors")).items())
@@ -51,7 +51,7 @@ def test_a_stale_warm_start_in_a_run_folder_is_rebuilt_and_recorded(tmp_path, mo
     assert record.warm_start["source"] == "built" and record.warm_start["sft"]["steps"] == 4
     assert record.protocol["sft_steps"] == 4
     saved = json.loads((tmp_path / "run" / "record.json").read_text())
-    from agentbench_af.train.warm_start import settings_key, warm_start_settings
+    from agentbench_af.train.warm.warm_start import settings_key, warm_start_settings
 
     assert saved["warm_start"]["key"] == settings_key(warm_start_settings(tiny_config(tmp_path, sft__steps=4)))
 

@@ -6,8 +6,8 @@ import torch
 from safetensors.torch import load_file
 from train_helpers import tiny_config
 
-from agentbench_af.train import sft, warm_start
-from agentbench_af.train.warm_start import prepare_warm_start, sft_checkpoint_path
+from agentbench_af.train.warm import sft, warm_start
+from agentbench_af.train.warm.warm_start import prepare_warm_start, sft_checkpoint_path
 
 REAL_SFT = warm_start.sft_warm_start
 

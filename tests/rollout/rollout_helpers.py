@@ -7,7 +7,7 @@ import torch
 import agentbench_af
 from agentbench_af.models.policy import Policy, build_policy
 from agentbench_af.train.config import EnvConfig, SFTConfig, TrainConfig
-from agentbench_af.train.sft import sft_warm_start
+from agentbench_af.train.warm.sft import sft_warm_start
 
 PAPER_ENVS = ("FrozenLake-4x4-v0", "Sokoban-6x6-1box-v0", "Sudoku-4x4-10clues-v0", "WebShop-v0")
 REGISTERED_PAPER_ENVS = tuple(e for e in PAPER_ENVS if e in agentbench_af.list_envs())

@@ -17,10 +17,10 @@ from agentbench_af.rollout.engine import TransformersEngine, build_engine
 from agentbench_af.rollout.to_batch import trajectories_to_batch
 from agentbench_af.rollout.types import RolloutConfig, SamplingParams
 from agentbench_af.train.config import EnvConfig, SFTConfig, TrainConfig
-from agentbench_af.train.data_parallel import TrainModules
-from agentbench_af.train.loss import LossConfig
-from agentbench_af.train.sft import sft_warm_start
-from agentbench_af.train.update import Credit, UpdateSettings, ppo_update
+from agentbench_af.train.distributed.data_parallel import TrainModules
+from agentbench_af.train.update.loss import LossConfig
+from agentbench_af.train.update.ppo import Credit, UpdateSettings, ppo_update
+from agentbench_af.train.warm.sft import sft_warm_start
 
 pytestmark = pytest.mark.vllm
 

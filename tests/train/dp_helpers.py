@@ -19,12 +19,12 @@ from agentbench_af.credit import CreditConfig
 from agentbench_af.models.forward import score_batch
 from agentbench_af.models.policy import Policy
 from agentbench_af.rollout.to_batch import trajectories_to_batch
-from agentbench_af.train.critic import SeparateCritic
-from agentbench_af.train.data_parallel import DataParallel, TrainModules
-from agentbench_af.train.distributed import SINGLE, Ranks, UpdateSync, reduce_metrics, share
-from agentbench_af.train.distributed_credit import rank_advantages, rank_token_weights
-from agentbench_af.train.loss import LossConfig
-from agentbench_af.train.update import Credit, UpdateSettings, ppo_update
+from agentbench_af.train.distributed.credit import rank_advantages, rank_token_weights
+from agentbench_af.train.distributed.data_parallel import DataParallel, TrainModules
+from agentbench_af.train.distributed.ranks import SINGLE, Ranks, UpdateSync, reduce_metrics, share
+from agentbench_af.train.update.critic import SeparateCritic
+from agentbench_af.train.update.loss import LossConfig
+from agentbench_af.train.update.ppo import Credit, UpdateSettings, ppo_update
 
 CPU = torch.device("cpu")
 

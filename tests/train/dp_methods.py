@@ -16,9 +16,9 @@ from agentbench_af.credit import CreditConfig
 from agentbench_af.credit.reduce import batch_reduce
 from agentbench_af.credit.registry import PolicyLossOutput, register_policy_loss, register_weighting
 from agentbench_af.rollout.batch import RolloutBatch
-from agentbench_af.train.distributed import SINGLE, Ranks, UpdateSync
-from agentbench_af.train.distributed_credit import rank_advantages, rank_token_weights
-from agentbench_af.train.loss import LossConfig, policy_loss
+from agentbench_af.train.distributed.credit import rank_advantages, rank_token_weights
+from agentbench_af.train.distributed.ranks import SINGLE, Ranks, UpdateSync
+from agentbench_af.train.update.loss import LossConfig, policy_loss
 
 PER_TRAJ = ("traj_group", "traj_return", "traj_success", "turn_obs_key")
 

@@ -15,7 +15,7 @@ from dp_methods import methods, reference, share
 
 from agentbench_af.credit import CreditConfig, compute_token_weights
 from agentbench_af.credit.reduce import LOCAL, using_reduce
-from agentbench_af.train.distributed import Ranks
+from agentbench_af.train.distributed.ranks import Ranks
 from tests.credit.batch_factory import random_batch
 
 

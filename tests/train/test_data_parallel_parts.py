@@ -18,9 +18,18 @@ from agentbench_af.rollout.collect import collect_rollouts
 from agentbench_af.rollout.engine import TransformersEngine
 from agentbench_af.rollout.to_batch import trajectories_to_batch
 from agentbench_af.rollout.types import RolloutConfig
-from agentbench_af.train.distributed import SINGLE, Ranks, UpdateSync, check_world, rank_seed, reduce_metrics
-from agentbench_af.train.distributed_eval import seed_block
-from agentbench_af.train.gather_batch import concat_batches
+from agentbench_af.train.distributed.data_parallel import DataParallel, TrainModules
+from agentbench_af.train.distributed.evaluation import seed_block
+from agentbench_af.train.distributed.gather_batch import concat_batches
+from agentbench_af.train.distributed.ranks import (
+    SINGLE,
+    Ranks,
+    UpdateSync,
+    broadcast_from_main,
+    check_world,
+    rank_seed,
+    reduce_metrics,
+)
 
 MASK = torch.tensor([[1, 1, 0], [1, 0, 0], [0, 0, 0]], dtype=torch.bool)
 
@@ -78,6 +87,27 @@ def test_rank_seeds_and_one_process_metrics():
     assert rank_seed(1234, SINGLE) == 1234 and rank_seed(1234, Ranks(0, 2, 0)) == 1234
     assert len({rank_seed(1234, Ranks(r, 4, r)) for r in range(4)}) == 4
     assert reduce_metrics({"pg_loss": 0.5, "ratio_max": 2.0}, SINGLE) == {"pg_loss": 0.5, "ratio_max": 2.0}
+
+
+def test_broadcast_from_main_returns_rank_0s_object_and_needs_one():
+    assert broadcast_from_main({"a": 1}, SINGLE, "summary") == {"a": 1}
+    with pytest.raises(RuntimeError, match="no warm start"):
+        broadcast_from_main(None, SINGLE, "warm start")
+
+
+def test_data_parallel_reads_modules_after_wrap_and_loads_every_trained_module():
+    parallel = DataParallel(SINGLE, "ddp", torch.device("cpu"))
+    with pytest.raises(RuntimeError, match="wrap"):
+        parallel.model_state()
+    lm, head = torch.nn.Linear(2, 2), torch.nn.Linear(2, 1)
+    assert parallel.wrap(TrainModules(lm, value_head=head)).named() == {"lm": lm, "value_head": head}
+    state = parallel.model_state()
+    assert set(state) == {"lm", "value_head"}
+    with pytest.raises(ValueError, match="value_head"):
+        parallel.load_model_state({"lm": state["lm"], "value_head": None})
+    zero = {k: torch.zeros_like(v) for k, v in state["value_head"].items()}
+    parallel.load_model_state({"lm": state["lm"], "value_head": zero})
+    assert float(head.weight.detach().abs().sum()) == 0.0
 
 
 def test_the_world_size_must_divide_the_prompts(tmp_path):

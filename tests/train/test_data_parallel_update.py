@@ -19,7 +19,7 @@ from agentbench_af.models.policy import Policy
 from agentbench_af.rollout.collect import collect_rollouts
 from agentbench_af.rollout.engine import TransformersEngine
 from agentbench_af.rollout.types import RolloutConfig
-from agentbench_af.train.distributed import Ranks, ranks_from_env, share
+from agentbench_af.train.distributed.ranks import Ranks, ranks_from_env, share
 
 GROUP = 2
 CASES = [

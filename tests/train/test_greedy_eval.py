@@ -7,7 +7,7 @@ from train_helpers import tiny_config
 
 from agentbench_af.config import config_hash
 from agentbench_af.train import loop
-from agentbench_af.train.warm_eval import warm_eval_key
+from agentbench_af.train.warm.warm_eval import warm_eval_key
 
 
 def _metrics(out_dir):

@@ -1,4 +1,4 @@
-"""Hand-worked checks of the per-step health metrics (`agentbench_af.train.health`)."""
+"""Hand-worked checks of the per-step health metrics (`agentbench_af.train.bookkeeping.health`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from agentbench_af.train.health import group_stats, health_metrics, z_of_flagged
+from agentbench_af.train.bookkeeping.health import group_stats, health_metrics, z_of_flagged
 from tests.credit.batch_factory import SampleSpec, build_batch
 
 

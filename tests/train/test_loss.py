@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from agentbench_af.train.loss import (
+from agentbench_af.train.update.loss import (
     LossConfig,
     agg_loss,
     clipped_surrogate,

@@ -1,4 +1,4 @@
-"""The on-policy shortcut of `train.step.update`: with one epoch and one minibatch the update's own forward
+"""The on-policy shortcut of `train.update.step.update`: with one epoch and one minibatch the update's own forward
 gives the old log-probs, and the update equals the one after the separate scoring pass: the same
 parameters after the step, the same metrics and the same scored batch, for GRPO and for GRPO+ActFocus
 with the energy read from the old log-probs (its weights are computed between the forward and the loss).
@@ -16,9 +16,9 @@ from agentbench_af.rollout.engine import TransformersEngine
 from agentbench_af.rollout.to_batch import trajectories_to_batch
 from agentbench_af.rollout.types import RolloutConfig
 from agentbench_af.train.config import RLConfig, TrainConfig
-from agentbench_af.train.distributed import Ranks
-from agentbench_af.train.learner import build_learner
-from agentbench_af.train.step import StepContext, fuses_scoring, samples_on_policy, update
+from agentbench_af.train.distributed.ranks import Ranks
+from agentbench_af.train.update.learner import build_learner
+from agentbench_af.train.update.step import StepContext, fuses_scoring, samples_on_policy, update
 
 CPU = torch.device("cpu")
 

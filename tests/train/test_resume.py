@@ -18,7 +18,7 @@ from train_helpers import tiny_config, tiny_overrides
 
 from agentbench_af.io import read_jsonl
 from agentbench_af.train import loop
-from agentbench_af.train.checkpoint import latest_checkpoint
+from agentbench_af.train.bookkeeping.checkpoint import latest_checkpoint
 
 # case name -> config: ppo-separate also checks that a separate critic network is checkpointed and restored
 CASES = {"ppo": {"method": "ppo"}, "grpo+actfocus": {"method": "grpo+actfocus"},

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from agentbench_af.train.config import SFTConfig
-from agentbench_af.train.sft import sft_scheduler
+from agentbench_af.train.warm.sft import sft_scheduler
 
 
 def _rates(schedule: str) -> list[float]:

@@ -17,10 +17,10 @@ from agentbench_af.rollout.collect import collect_rollouts
 from agentbench_af.rollout.engine import TransformersEngine
 from agentbench_af.rollout.to_batch import trajectories_to_batch
 from agentbench_af.rollout.types import RolloutConfig
-from agentbench_af.train.critic import SeparateCritic
-from agentbench_af.train.data_parallel import TrainModules
-from agentbench_af.train.loss import LossConfig
-from agentbench_af.train.update import Credit, UpdateSettings, ppo_update
+from agentbench_af.train.distributed.data_parallel import TrainModules
+from agentbench_af.train.update.critic import SeparateCritic
+from agentbench_af.train.update.loss import LossConfig
+from agentbench_af.train.update.ppo import Credit, UpdateSettings, ppo_update
 
 CPU = torch.device("cpu")
 
@@ -132,7 +132,7 @@ def test_a_separate_critic_starts_as_the_policy_trunk_and_trains_alone(warm_star
 
 def test_the_logged_policy_loss_is_the_weighted_surrogate_at_ratio_one(warm_start, rollout_batch):
     """One minibatch, one epoch: the policy still equals the sampling policy, every ratio is 1, so the
-    loss is token-mean(w * -A) over generated tokens (worked out here without `train.loss`)."""
+    loss is token-mean(w * -A) over generated tokens (worked out here without `train.update.loss`)."""
     adv = _advantages(rollout_batch)
     _, metrics = _run(warm_start, rollout_batch, "actfocus", False, adv)
     weights = compute_token_weights(rollout_batch, CreditConfig(weighting="actfocus"))  # (B, T)

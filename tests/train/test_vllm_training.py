@@ -8,7 +8,7 @@ from train_helpers import tiny_config
 
 from agentbench_af.io import read_jsonl
 from agentbench_af.train import loop
-from agentbench_af.train.checkpoint import latest_checkpoint
+from agentbench_af.train.bookkeeping.checkpoint import latest_checkpoint
 
 pytestmark = pytest.mark.vllm
 

@@ -5,8 +5,9 @@ import shutil
 
 from train_helpers import tiny_config
 
-from agentbench_af.train import distributed_eval, loop
-from agentbench_af.train.warm_eval import shared_warm_eval, warm_eval_key
+from agentbench_af.train import loop
+from agentbench_af.train.distributed import evaluation as distributed_eval
+from agentbench_af.train.warm.warm_eval import shared_warm_eval, warm_eval_key
 
 
 def test_computed_once_then_read(tmp_path):
@@ -47,7 +48,7 @@ def test_second_method_reuses_the_first_runs_warm_start_eval(tmp_path, warm_star
     assert len(list((warm / "evals").glob("*.json"))) == 1
 
     calls = []
-    real = distributed_eval.evaluate_policy  # the loop evaluates through train.distributed_eval
+    real = distributed_eval.evaluate_policy  # the loop evaluates through train.distributed.evaluation
     monkeypatch.setattr(distributed_eval, "evaluate_policy", lambda *a, **k: calls.append(1) or real(*a, **k))
     second = loop.train(tiny_config(tmp_path / "b", method="ppo", rl__steps=1, eval__every=1,
                                     run__init_from=str(warm)), show_progress=False)

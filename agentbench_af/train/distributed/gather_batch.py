@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from agentbench_af.rollout.batch import RolloutBatch
-from agentbench_af.train.distributed import Ranks, gather_to_main
+from agentbench_af.train.distributed.ranks import Ranks, gather_to_main
 
 PAD_VALUES = {"turn_index": -1}  # every other (B, T) tensor pads with 0 / False
 PER_SAMPLE_1D = ("sample_traj", "sample_order")

@@ -13,13 +13,17 @@ Left out: FSDP2 mixed-precision policies (the loop's autocast applies) and CPU o
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 from torch import nn
 
-from agentbench_af.train.distributed import Ranks
+from agentbench_af.train.distributed.ranks import Ranks
+
+if TYPE_CHECKING:
+    from torch.distributed.checkpoint.state_dict import OptimizerStateType, ValueType
 
 Strategy = Literal["ddp", "fsdp2"]
 STRATEGIES = ("ddp", "fsdp2")
@@ -36,6 +40,11 @@ class TrainModules:
     def named(self) -> dict[str, nn.Module]:
         return {k: m for k, m in (("lm", self.lm), ("value_head", self.value_head), ("critic", self.critic))
                 if m is not None}
+
+    def map(self, f: Callable[[nn.Module], nn.Module]) -> TrainModules:
+        """`f` applied to each module present; an absent one stays None."""
+        return TrainModules(f(self.lm), None if self.value_head is None else f(self.value_head),
+                            None if self.critic is None else f(self.critic))
 
 
 def _shard(module: nn.Module) -> nn.Module:
@@ -73,15 +82,23 @@ class DataParallel:
             from torch.nn.parallel import DistributedDataParallel as DDP
 
             ids = [self.device.index] if self.device.type == "cuda" else None
-            self.trained = TrainModules(*(DDP(m, device_ids=ids) if m is not None else None
-                                          for m in (plain.lm, plain.value_head, plain.critic)))
+            self.trained = plain.map(lambda m: DDP(m, device_ids=ids))
         else:
-            self.trained = TrainModules(*(_shard(copy.deepcopy(m)) if m is not None else None
-                                          for m in (plain.lm, plain.value_head, plain.critic)))
+            self.trained = plain.map(lambda m: _shard(copy.deepcopy(m)))
+        return self.trained
+
+    def _plain(self) -> TrainModules:
+        if self.plain is None:
+            raise RuntimeError("DataParallel.wrap must run before its modules are read")
+        return self.plain
+
+    def _trained(self) -> TrainModules:
+        if self.trained is None:
+            raise RuntimeError("DataParallel.wrap must run before its modules are read")
         return self.trained
 
     def _container(self) -> nn.ModuleDict:
-        return nn.ModuleDict(self.trained.named())
+        return nn.ModuleDict(self._trained().named())
 
     def model_state(self, on_every_rank: bool = False) -> dict[str, dict[str, torch.Tensor]]:
         """{"lm": ..., "value_head": ..., "critic": ...} full state dicts. fsdp2: a collective whose result
@@ -91,28 +108,34 @@ class DataParallel:
 
             options = StateDictOptions(full_state_dict=True, cpu_offload=not on_every_rank)
             full = get_model_state_dict(self._container(), options=options)
-            return {name: {k[len(name) + 1:]: v for k, v in full.items() if k.startswith(name + ".")}
-                    for name in self.trained.named()}
-        return {name: m.state_dict() for name, m in self.plain.named().items()}
+            return {name: {k[len(name) + 1:]: _tensor(k, v) for k, v in full.items() if k.startswith(name + ".")}
+                    for name in self._trained().named()}
+        return {name: m.state_dict() for name, m in self._plain().named().items()}
 
     def after_update(self) -> None:
         """fsdp2: gather the trained weights into the plain modules (every rank calls it)."""
         if self.sharded:
             for name, state in self.model_state(on_every_rank=True).items():
-                getattr(self.plain, name).load_state_dict(state)
+                getattr(self._plain(), name).load_state_dict(state)
 
     def load_model_state(self, state: dict[str, dict[str, torch.Tensor] | None]) -> None:
         """Load full state dicts (a checkpoint's) into the plain modules and, for fsdp2, the shards."""
-        for name, module in self.plain.named().items():
-            module.load_state_dict(state[name])
+        present: dict[str, dict[str, torch.Tensor]] = {}
+        for name, module in self._plain().named().items():
+            module_state = state.get(name)
+            if module_state is None:
+                raise ValueError(f"the model state has no {name!r} weights, which this run trains")
+            module.load_state_dict(module_state)
+            present[name] = module_state
         if self.sharded:
             from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
 
-            full = {f"{name}.{k}": v for name in self.trained.named() for k, v in state[name].items()}
+            full: dict[str, ValueType] = {f"{name}.{k}": v for name in self._trained().named()
+                                          for k, v in present[name].items()}
             set_model_state_dict(self._container(), full, options=StateDictOptions(full_state_dict=True))
 
     def _fqns(self) -> list[str]:
-        return [f"{name}.{k}" for name, m in self.trained.named().items() for k, _ in m.named_parameters()]
+        return [f"{name}.{k}" for name, m in self._trained().named().items() for k, _ in m.named_parameters()]
 
     def optimizer_state(self, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
         """The optimizer's state in the one-process layout (parameters numbered in order); fsdp2 gathers it
@@ -126,8 +149,11 @@ class DataParallel:
         index = {fqn: i for i, fqn in enumerate(self._fqns())}
         if not full.get("param_groups"):
             return {}
-        return {"state": {index[k]: v for k, v in full["state"].items()},
-                "param_groups": [{**g, "params": [index[k] for k in g["params"]]} for g in full["param_groups"]]}
+        states, groups = full["state"], full["param_groups"]
+        if not isinstance(states, dict) or not isinstance(groups, list):
+            raise TypeError("a full optimizer state dict has a 'state' dict and a 'param_groups' list")
+        return {"state": {index[k]: v for k, v in states.items()},
+                "param_groups": [{**g, "params": [index[k] for k in _fqn_list(g["params"])]} for g in groups]}
 
     def load_optimizer_state(self, optimizer: torch.optim.Optimizer, state: dict[str, Any]) -> None:
         if not self.sharded:
@@ -136,6 +162,21 @@ class DataParallel:
         from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
 
         fqns = self._fqns()
-        full = {"state": {fqns[i]: v for i, v in state["state"].items()},
-                "param_groups": [{**g, "params": [fqns[i] for i in g["params"]]} for g in state["param_groups"]]}
+        full: OptimizerStateType = {
+            "state": {fqns[i]: v for i, v in state["state"].items()},
+            "param_groups": [{**g, "params": [fqns[i] for i in g["params"]]} for g in state["param_groups"]]}
         set_optimizer_state_dict(self._container(), optimizer, full, options=StateDictOptions(full_state_dict=True))
+
+
+def _tensor(key: str, value: ValueType) -> torch.Tensor:
+    """A full model state dict holds tensors only; anything else is a broken state dict."""
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"model state entry {key!r} is a {type(value).__name__}, not a tensor")
+    return value
+
+
+def _fqn_list(params: ValueType) -> list[str]:
+    """A full optimizer state's parameter group lists its parameters by fully qualified name."""
+    if not isinstance(params, list) or not all(isinstance(p, str) for p in params):
+        raise TypeError(f"a full optimizer state's 'params' lists parameter names, got {params!r}")
+    return [str(p) for p in params]

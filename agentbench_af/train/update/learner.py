@@ -1,7 +1,7 @@
 """`Learner`: what an RL update changes, built from a warm start: the policy, its critic (a value head
 or a separate critic network, for GAE), a frozen reference model (KL or `ref` energies), the optimizer
 and its learning-rate schedule, with the state a checkpoint saves and restores. In a data-parallel run
-`trained` holds the modules the update runs on (DDP wrappers or FSDP2 shards, `train.data_parallel`) and
+`trained` holds the modules the update runs on (DDP wrappers or FSDP2 shards, `train.distributed.data_parallel`) and
 the checkpoint state is still the full, one-process state, so any world size resumes it.
 
 Left out: parameter-efficient fine-tuning (every policy weight is trained).
@@ -20,10 +20,10 @@ from torch import nn
 from agentbench_af.models.policy import Policy
 from agentbench_af.models.value import ValueHead
 from agentbench_af.train.config import TrainConfig
-from agentbench_af.train.critic import SeparateCritic
-from agentbench_af.train.data_parallel import DataParallel, TrainModules
-from agentbench_af.train.distributed import SINGLE, Ranks
-from agentbench_af.train.sft import warmup_lambda
+from agentbench_af.train.distributed.data_parallel import DataParallel, TrainModules
+from agentbench_af.train.distributed.ranks import SINGLE, Ranks
+from agentbench_af.train.update.critic import SeparateCritic
+from agentbench_af.train.warm.sft import warmup_lambda
 
 
 @dataclass

@@ -38,16 +38,16 @@ from agentbench_af.results.record import RunRecord
 from agentbench_af.results.rollout_store import save_rollouts, select_groups
 from agentbench_af.results.trackers import Trackers, open_trackers
 from agentbench_af.rollout.batch import RolloutBatch
-from agentbench_af.train.bookkeeping import Progress
-from agentbench_af.train.checkpoint import (
+from agentbench_af.train.bookkeeping.checkpoint import (
     TrainState,
     latest_checkpoint,
     load_checkpoint,
     restore_rng_states,
     save_checkpoint,
 )
+from agentbench_af.train.bookkeeping.record import Progress
 from agentbench_af.train.config import TrainConfig
-from agentbench_af.train.learner import Learner
+from agentbench_af.train.update.learner import Learner
 
 try:
     import fcntl
@@ -138,6 +138,8 @@ def restore_latest(run_dir: Path, learner: Learner) -> tuple[int, Progress] | No
     if ckpt is None:
         return None
     state, rng = load_checkpoint(ckpt)
+    if state.scheduler is None:  # only an SFT checkpoint is written without a scheduler
+        raise ValueError(f"{ckpt} has no learning-rate scheduler state: not an RL run's checkpoint")
     learner.load_state(state.model, state.optimizer, state.scheduler)
     restore_rng_states(rng)
     return state.step, Progress.from_dict(state.extra)

@@ -20,7 +20,7 @@ import torch
 
 from agentbench_af.evaluate.evaluate import EvalCounts, EvalResult, eval_seeds, evaluate_policy
 from agentbench_af.io import atomic_write_json
-from agentbench_af.train.distributed import Ranks, broadcast_object, gather_objects
+from agentbench_af.train.distributed.ranks import Ranks, broadcast_object, gather_objects
 
 
 def seed_block(seeds: list[int], ranks: Ranks) -> list[int]:

@@ -18,11 +18,11 @@ from typing import Any
 from agentbench_af.models.policy import Policy
 from agentbench_af.results.record import RunRecord
 from agentbench_af.rollout.batch import RolloutBatch
-from agentbench_af.train.bookkeeping import Progress
+from agentbench_af.train.bookkeeping.record import Progress
+from agentbench_af.train.bookkeeping.run_folder import RunFolder, RunFolderError, restore_latest
 from agentbench_af.train.config import TrainConfig
-from agentbench_af.train.distributed import Ranks, broadcast_object
-from agentbench_af.train.learner import Learner
-from agentbench_af.train.run_folder import RunFolder, RunFolderError, restore_latest
+from agentbench_af.train.distributed.ranks import Ranks, broadcast_object
+from agentbench_af.train.update.learner import Learner
 
 
 class FollowerFolder:

@@ -1,7 +1,7 @@
 """Per-step health metrics of an RL step: what a falling success curve is read from.
 
 Pure functions of a scored `RolloutBatch` and its trajectories, merged into the step's metrics row
-(`bookkeeping.step_row`) under `health/`:
+(`train.bookkeeping.record.step_row`) under `health/`:
 - `entropy_<role>`: mean rollout-policy entropy (nats) over the generated tokens of each role;
 - `kl_warm`, `kl_warm_<role>`: mean of log pi_old - log pi_warm over the sampled tokens, the k1 estimate
   of KL(pi_old || pi_warm) (Schulman, "Approximating KL divergence", 2020), when the batch carries the

@@ -3,8 +3,8 @@
 `ppo_update` takes the modules, the optimizer, the scored batch, its credit (advantages, returns and
 token weights for the whole batch, sliced per minibatch) and the `UpdateSettings`. Each minibatch is one
 `forward` (log-probs, entropies, values) and one `minibatch_step` (loss, backward, clipping, optimizer
-step); every loss term is a `train.loss` function (`policy_loss`, `value_loss`, `kl_k3`,
-`entropy_bonus`), and the weights multiply the policy surrogate only. `train.step.update` also uses
+step); every loss term is a `train.update.loss` function (`policy_loss`, `value_loss`, `kl_k3`,
+`entropy_bonus`), and the weights multiply the policy surrogate only. `train.update.step.update` also uses
 `forward` and `minibatch_step` directly when the update's forward doubles as the scoring pass.
 Left out: gradient accumulation across minibatches (one optimizer step per minibatch, as in PPO) and
 mixed-precision loss scaling.
@@ -19,9 +19,9 @@ import torch
 
 from agentbench_af.models.forward import token_stats
 from agentbench_af.rollout.batch import RolloutBatch
-from agentbench_af.train import loss as L
-from agentbench_af.train.data_parallel import TrainModules
-from agentbench_af.train.distributed import UpdateSync
+from agentbench_af.train.distributed.data_parallel import TrainModules
+from agentbench_af.train.distributed.ranks import UpdateSync
+from agentbench_af.train.update import loss as L
 
 
 class Credit(NamedTuple):
@@ -156,9 +156,9 @@ def ppo_update(modules: TrainModules, optimizer: torch.optim.Optimizer, batch: R
                s: UpdateSettings, generator: torch.Generator) -> dict[str, float]:
     """`s.epochs` x minibatches of `minibatch_step` on the scored `batch` (old log-probs, values and
     reference log-probs filled); returns the mean metrics over minibatches (this rank's, under `s.sync`:
-    `train.distributed.reduce_metrics` averages them). The critic is `modules.value_head` on the policy's
+    `train.distributed.ranks.reduce_metrics` averages them). The critic is `modules.value_head` on the policy's
     last hidden state or `modules.critic`, a separate network (input_ids, attention_mask) -> (B, T) values
-    (`train.critic.SeparateCritic`)."""
+    (`train.update.critic.SeparateCritic`)."""
     if modules.value_head is not None and modules.critic is not None:
         raise ValueError("ppo_update takes a value head on the policy or a separate critic, not both")
     params = Parameters.of(modules)

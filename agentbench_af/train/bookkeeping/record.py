@@ -19,9 +19,9 @@ from agentbench_af.results.fingerprint import environment_fingerprint
 from agentbench_af.results.record import RunRecord, git_commit, package_versions
 from agentbench_af.results.snapshot import BottleneckSnapshot, bottleneck_snapshot
 from agentbench_af.rollout.batch import RolloutBatch
+from agentbench_af.train.bookkeeping.health import health_metrics
 from agentbench_af.train.config import TrainConfig
-from agentbench_af.train.health import health_metrics
-from agentbench_af.train.warm_start import WarmStart
+from agentbench_af.train.warm.warm_start import WarmStart
 
 
 @dataclass

@@ -203,6 +203,14 @@ def rank_seed(seed: int, ranks: Ranks) -> int:
     return int(np.random.SeedSequence([seed, ranks.rank]).generate_state(1)[0])
 
 
+def broadcast_from_main(obj: T | None, ranks: Ranks, what: str) -> T:
+    """Rank 0's `obj` on every rank (the others pass None); rank 0 must have one."""
+    out = broadcast_object(obj, ranks)
+    if out is None:
+        raise RuntimeError(f"rank 0 broadcast no {what}")
+    return out
+
+
 def gather_to_main(obj: T, ranks: Ranks) -> list[T] | None:
     """Every rank's `obj` in rank order on rank 0, None elsewhere (picklable objects)."""
     if not ranks.active:

@@ -1,6 +1,6 @@
 """Supervised warm start on expert demonstrations: next-token loss on generated (response) tokens only.
 
-The demonstrations are built by `train.demos` with the collector's own context construction, so the
+The demonstrations are built by `train.warm.demos` with the collector's own context construction, so the
 policy is warm-started on exactly the contexts it will see in RL. `SFTConfig.steps` is the budget:
 few steps leave a partial policy for RL to improve. Given a checkpoint path, the loop saves its whole
 state there every `SFT_CHECKPOINT_EVERY` steps (model, AdamW, schedule, sampling generator, RNGs) and a
@@ -21,9 +21,14 @@ from transformers import get_cosine_schedule_with_warmup
 from agentbench_af.models.forward import token_stats
 from agentbench_af.rollout.seeds import draw_train_seeds
 from agentbench_af.rollout.to_batch import trajectories_to_batch
-from agentbench_af.train.checkpoint import TrainState, load_checkpoint, restore_rng_states, write_state
+from agentbench_af.train.bookkeeping.checkpoint import (
+    TrainState,
+    load_checkpoint,
+    restore_rng_states,
+    write_state,
+)
 from agentbench_af.train.config import SFTConfig, TrainConfig
-from agentbench_af.train.demos import demonstration_trajectories
+from agentbench_af.train.warm.demos import demonstration_trajectories
 
 
 def warmup_lambda(warmup_steps: int) -> Callable[[int], float]:

@@ -132,7 +132,7 @@ def agg_loss(per_token: torch.Tensor, mask: torch.Tensor, mode: str,
     sequence's token mean. seq-mean-token-sum: mean over sequences of each sequence's token sum.
     Sequences are the rows with at least one masked token; an empty mask gives 0.
     `denominator` replaces the count divided by (tokens for token-mean, sequences otherwise): data-parallel
-    ranks pass the global count over the world size (`train.distributed.UpdateSync`).
+    ranks pass the global count over the world size (`train.distributed.ranks.UpdateSync`).
     """
     mask = mask.bool()
     values = torch.where(mask, per_token, torch.zeros_like(per_token))  # (B, T): NaN-safe masking
@@ -164,12 +164,12 @@ def policy_loss(
 
 def loss_reduce(denominator: torch.Tensor | float | None) -> BatchReduce:
     """The batch reduction of a policy loss: over every rank when the caller passes global denominators
-    (a data-parallel update: `train.distributed.UpdateSync`) in a process group of several ranks, else
+    (a data-parallel update: `train.distributed.ranks.UpdateSync`) in a process group of several ranks, else
     the identity."""
     if denominator is None or not dist.is_initialized() or dist.get_world_size() < 2:
         return LOCAL
-    from agentbench_af.train.distributed import Ranks  # noqa: PLC0415  (the one-process path needs none)
-    from agentbench_af.train.distributed_credit import RanksReduce  # noqa: PLC0415
+    from agentbench_af.train.distributed.credit import RanksReduce  # noqa: PLC0415
+    from agentbench_af.train.distributed.ranks import Ranks  # noqa: PLC0415  (the one-process path needs none)
 
     return RanksReduce(Ranks(dist.get_rank(), dist.get_world_size()))
 

@@ -30,10 +30,10 @@ from agentbench_af.models.forward import score_batch
 from agentbench_af.rollout.batch import RolloutBatch
 from agentbench_af.rollout.engine import TransformersEngine
 from agentbench_af.train.config import TrainConfig
-from agentbench_af.train.distributed import SINGLE, Ranks, UpdateSync
-from agentbench_af.train.distributed_credit import rank_advantages, rank_token_weights
-from agentbench_af.train.learner import Learner
-from agentbench_af.train.update import (
+from agentbench_af.train.distributed.credit import rank_advantages, rank_token_weights
+from agentbench_af.train.distributed.ranks import SINGLE, Ranks, UpdateSync
+from agentbench_af.train.update.learner import Learner
+from agentbench_af.train.update.ppo import (
     Credit,
     Parameters,
     UpdateSettings,

@@ -27,7 +27,7 @@ from agentbench_af.config import ConfigError, from_dict, to_dict
 from agentbench_af.io import atomic_dir, atomic_write_text
 from agentbench_af.models.policy import Policy, build_policy
 from agentbench_af.train.config import TrainConfig
-from agentbench_af.train.sft import sft_warm_start
+from agentbench_af.train.warm.sft import sft_warm_start
 
 #: the config sections a warm start depends on (SFT demonstrations use the collector's contexts)
 WARM_START_FIELDS = ("env", "model", "sft", "rollout")

@@ -17,7 +17,7 @@ import torch
 from agentbench_af.credit import AdvantageOutput, CreditConfig, compute_advantages, compute_token_weights
 from agentbench_af.credit.reduce import LOCAL, BatchReduce, using_reduce
 from agentbench_af.rollout.batch import RolloutBatch
-from agentbench_af.train.distributed import Ranks, all_reduce, gather_objects
+from agentbench_af.train.distributed.ranks import Ranks, all_reduce, gather_objects
 
 
 @dataclass(frozen=True)
