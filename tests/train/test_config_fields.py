@@ -14,6 +14,7 @@ from agentbench_af.cli import app
 from agentbench_af.config import ConfigError, config_hash, field_docs, load_config
 from agentbench_af.credit.config import CreditConfig
 from agentbench_af.rollout.types import RolloutConfig
+from agentbench_af.train.update.loss import LossConfig
 from agentbench_af.train.config import (
     DiagnosticConfig,
     EnvConfig,
@@ -35,6 +36,7 @@ CHOICES = [
     ("credit.format_role", CreditConfig, "format_role", "['reasoning', 'action']"),
     ("rollout.context_mode", RolloutConfig, "context_mode", "['full', 'window']"),
     ("rollout.engine", RolloutConfig, "engine", "['transformers', 'vllm']"),
+    ("loss.agg", LossConfig, "agg", "['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum']"),
 ]
 
 
@@ -65,7 +67,7 @@ def test_estimator_and_weighting_are_derived_from_the_method():
 
 
 DOCUMENTED = (TrainConfig, EnvConfig, ModelConfig, SFTConfig, RLConfig, EvalConfig, RunConfig, DiagnosticConfig,
-              CreditConfig, RolloutConfig)  # LossConfig still documents its fields in its class docstring
+              CreditConfig, RolloutConfig, LossConfig)
 
 
 @pytest.mark.parametrize("cls", DOCUMENTED, ids=[c.__name__ for c in DOCUMENTED])

@@ -24,6 +24,7 @@ from typing import Literal
 import torch
 import torch.distributed as dist
 
+from agentbench_af.config import check_choices
 from agentbench_af.credit.policy_losses import clip_surrogate
 from agentbench_af.credit.policy_losses import log_ratio as _log_ratio
 from agentbench_af.credit.reduce import LOCAL, BatchReduce
@@ -34,38 +35,48 @@ AGG_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum")
 
 @dataclass(frozen=True)
 class LossConfig:
-    """Loss knobs. clip_eps_high defaults to 0.2 (symmetric PPO/GRPO clip, the baselines ActFocus plugs
-    into); DAPO's clip-higher is clip_eps_high = 0.28. dual_clip: c > 1 bounds the loss of negative-
-    advantage tokens at c * |A| (Ye et al. 2020), None disables. value_clip: PPO value clip range, None
-    disables. agg: see `agg_loss`.
-    policy: the registered policy loss (`agentbench-af methods`). Its knobs: dr_grpo_tokens (dr-grpo's
-    constant normaliser, the generation budget in tokens), sapo_tau_pos / sapo_tau_neg (sapo's gate
-    temperatures for positive / negative advantages), clip_cov_ratio, cov_clip_low, cov_clip_high
-    (clip-cov: the share of tokens detached and the covariance window they are drawn from),
-    kl_cov_ratio, kl_cov_coef (kl-cov: the share penalised and the penalty's coefficient).
-    gspo reads clip_eps_low / clip_eps_high as its sequence-ratio clip (the paper: 3e-4 / 4e-4), cispo
-    clip_eps_high as its IS-weight cap 1 + eps."""
+    """Loss knobs (`agentbench-af config loss --explain` prints each field's doc)."""
 
+    #: lower clip range of the ratio (PPO/GRPO's symmetric 0.2)
     clip_eps_low: float = 0.2
+    #: upper clip range of the ratio; DAPO's clip-higher is 0.28. gspo reads both as its sequence-ratio clip
+    #: (its paper: 3e-4 / 4e-4), cispo this one as its IS-weight cap 1 + eps
     clip_eps_high: float = 0.2
+    #: dual clip c > 1 bounds the loss of negative-advantage tokens at c * |A| (Ye et al. 2020); null: off
     dual_clip: float | None = None
+    #: how per-token losses become one number (`agg_loss`)
     agg: Literal["token-mean", "seq-mean-token-mean", "seq-mean-token-sum"] = "token-mean"
+    #: weight of the value loss (a critic only)
     value_coef: float = 0.5
+    #: PPO value clip range; null: off
     value_clip: float | None = 0.2
+    #: weight of the k3 KL term to the warm start (> 0 loads a frozen reference model)
     kl_coef: float = 0.0
+    #: weight of the entropy bonus
     entropy_coef: float = 0.0
+    #: the policy's (and the critic's) gradient-norm clip
     max_grad_norm: float = 1.0
+    #: the registered policy loss (`agentbench-af methods`): ppo-clip, dr-grpo, gspo, cispo, sapo, clip-cov, kl-cov
     policy: str = "ppo-clip"
+    #: dr-grpo's constant normaliser: the generation budget in tokens
     dr_grpo_tokens: int = 1024
+    #: sapo's gate temperature for positive advantages
     sapo_tau_pos: float = 1.0
+    #: sapo's gate temperature for negative advantages
     sapo_tau_neg: float = 1.05
+    #: clip-cov: the share of tokens detached
     clip_cov_ratio: float = 2e-4
+    #: clip-cov: the lower end of the covariance window the detached tokens are drawn from
     cov_clip_low: float = 1.0
+    #: clip-cov: the upper end of that window
     cov_clip_high: float = 5.0
+    #: kl-cov: the share of tokens penalised (the highest covariance)
     kl_cov_ratio: float = 2e-4
+    #: kl-cov: the coefficient of its |log ratio| penalty
     kl_cov_coef: float = 1.0
 
     def __post_init__(self) -> None:
+        check_choices(self, "loss")
         for name in (
             "clip_eps_low",
             "clip_eps_high",
@@ -85,8 +96,6 @@ class LossConfig:
             raise ValueError(f"loss.dual_clip must be > 1 or null, got {self.dual_clip}")
         if self.value_clip is not None and not self.value_clip > 0.0:
             raise ValueError(f"loss.value_clip must be > 0 or null, got {self.value_clip}")
-        if self.agg not in AGG_MODES:
-            raise ValueError(f"loss.agg must be one of {', '.join(AGG_MODES)}, got {self.agg!r}")
         for name in ("sapo_tau_pos", "sapo_tau_neg", "clip_cov_ratio", "kl_cov_ratio"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
