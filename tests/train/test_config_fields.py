@@ -14,7 +14,6 @@ from agentbench_af.cli import app
 from agentbench_af.config import ConfigError, config_hash, field_docs, load_config
 from agentbench_af.credit.config import CreditConfig
 from agentbench_af.rollout.types import RolloutConfig
-from agentbench_af.train.update.loss import LossConfig
 from agentbench_af.train.config import (
     DiagnosticConfig,
     EnvConfig,
@@ -25,6 +24,7 @@ from agentbench_af.train.config import (
     SFTConfig,
     TrainConfig,
 )
+from agentbench_af.train.update.loss import LossConfig
 
 CHOICES = [
     ("rl.critic", RLConfig, "critic", "['detached', 'shared', 'separate']"),
