@@ -113,15 +113,22 @@ def run(out: Path, dp: bool = typer.Option(False, help="also run the 2-rank gloo
 
 
 @app.command()
-def compare(before: Path, after: Path) -> None:
-    """Exit 1 unless every case's rows, curve and weight hash are identical."""
+def compare(before: Path, after: Path,
+            ignore: list[str] = typer.Option([], help="metric-key prefix to leave out (repeatable), e.g. a "
+                                                      "metric family added since `before`: health/")) -> None:
+    """Exit 1 unless every case's rows (less the `--ignore` keys), curve and weight hash are identical."""
+
+    def kept(case: dict) -> dict:
+        rows = [{k: v for k, v in r.items() if not any(k.startswith(p) for p in ignore)} for r in case["rows"]]
+        return {**case, "rows": rows}
+
     failed = False
     for path in sorted(before.glob("*.json")):
         if not (after / path.name).exists():
             print(f"{path.stem:18s} MISSING in {after}")
             failed = True
             continue
-        a, b = json.loads(path.read_text()), json.loads((after / path.name).read_text())
+        a, b = kept(json.loads(path.read_text())), kept(json.loads((after / path.name).read_text()))
         same = a == b
         failed |= not same
         print(f"{path.stem:18s} {'identical' if same else 'DIFFERENT'}  weights {a['weights_sha256'][:16]} "

@@ -75,8 +75,14 @@ def using_reduce(reduce: BatchReduce) -> Iterator[None]:
 
 def whiten(x: torch.Tensor, eps: float = 1e-8, reduce: BatchReduce | None = None) -> torch.Tensor:
     """(M,) -> (M,): (x - mean) / sqrt(var + eps) with the mean and Bessel-corrected variance of every
-    share's entries (float64 statistics); fewer than 2 entries in all give 0."""
+    share's entries; fewer than 2 entries in all give 0. On one process (`LocalReduce`) the statistics are
+    torch's own in x's dtype, bit for bit what one-process runs have always computed (the committed
+    records'); over several shares they are float64 sums, equal to float rounding."""
     reduce = reduce or batch_reduce()
+    if isinstance(reduce, LocalReduce):
+        if x.numel() < 2:
+            return torch.zeros_like(x)
+        return (x - x.mean()) * torch.rsqrt(x.var(correction=1) + eps)
     xd = x.double()  # (M,)
     n, total, squares = (float(v) for v in reduce.sum(torch.stack([xd.new_tensor(float(x.numel())), xd.sum(), (xd * xd).sum()])))
     if n < 2:
