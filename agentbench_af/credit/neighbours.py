@@ -22,8 +22,8 @@ compute them with the run's estimator (`compute_advantages`, the same numbers th
 - aepo (AEPO, arXiv 2510.14545), its entropy-aware advantage only: A * (1 + beta z), z the token's
   entropy standardised over the batch's tokens, beta = credit.aepo_beta = 0.2 (both read from a public
   verl port, not the authors' code); the weight is clamped at 0 (z < -1 / beta would flip the sign).
-  Left out: AEPO's stop-gradient inside the high-entropy clipping term, which needs each token's entropy
-  inside the policy loss (`loss.policy` functions do not receive it).
+  Its other half, the stop-gradient inside the high-entropy clipping term, is the policy loss
+  `loss.policy=aepo` (`credit.policy_losses`).
 - carl (CARL, arXiv 2512.04949), a reading of the abstract: entropy is the proxy of an action's
   criticality; a turn's criticality is the mean entropy of its generated tokens; the credit.carl_fraction
   (guessed 0.2) most critical turns of the batch keep weight 1 on their tokens, the others are excluded

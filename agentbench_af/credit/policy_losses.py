@@ -28,6 +28,17 @@ identity on one process, over every rank under data parallelism).
   made over the candidates sorted by Cov, so every rank (and one process) draws the same tokens; verl
   draws from the global torch RNG. On-policy (log r = 0 up to rounding) the gradient of kl-cov's |log r|
   is the sign of that rounding, as in verl: the penalty acts once the policy has moved.
+- aepo (AEPO's policy-update half, arXiv 2510.14545): ppo-clip, except on high-entropy tokens whose
+  ratio has left the clip range on the side the advantage pushes (A > 0 and r > 1 + eps_high, or A < 0
+  and r < 1 - eps_low): there the clipped term carries a stop-gradient, -A c r / sg(r) with c the bound
+  it crossed, so its value is ppo-clip's (-A c) and its gradient -A c grad log p is kept, rescaled from
+  r to c, instead of cut to 0. Taken from the paper's abstract ("a stop-gradient operation into the
+  high-entropy clipping term to preserve and properly rescale gradients on high-entropy tokens") and the
+  gradient-preserving clip of GPPO (arXiv 2508.07629) it builds on. Guessed: which tokens are "high-entropy"
+  (here: entropy under the current policy above the mean over every rank's generated tokens of the
+  minibatch) and that both bounds are treated alike. Its other half, the entropy-aware advantage, is the
+  `aepo` weighting (`method = <base>+aepo`); its rollout half (entropy-balanced branching) is not a loss.
+  Registered with `needs_entropy`: it receives `entropy` (B, T).
 Log-ratios are clamped to +-20 before `exp`, so padded positions cannot overflow.
 """
 
@@ -158,3 +169,21 @@ def kl_cov(logprobs, old_logprobs, advantages, weights, mask, cfg, reduce: Batch
         penalty[row[pick], col[pick]] = 1.0
         per_token = per_token + penalty * cfg.kl_cov_coef * lr.abs()
     return PolicyLossOutput(weights * per_token, {"cov_penalised": float(k) / max(n, 1.0)})
+
+
+@register_policy_loss("aepo", needs_entropy=True, source="AEPO, arXiv 2510.14545 (entropy-balanced clipping)")
+def aepo(logprobs, old_logprobs, advantages, weights, mask, cfg, reduce: BatchReduce, *,
+         entropy: torch.Tensor) -> PolicyLossOutput:
+    mask = mask.bool()
+    ratio = torch.exp(log_ratio(logprobs, old_logprobs))  # (B, T)
+    per_token = clip_surrogate(ratio, advantages, cfg.clip_eps_low, cfg.clip_eps_high, cfg.dual_clip)  # (B, T)
+    ent = entropy.detach().double()  # (B, T)
+    n, total = (float(v) for v in reduce.sum(torch.stack([ent.new_tensor(float(mask.sum())), ent[mask].sum()])))
+    high = mask & (ent > total / max(n, 1.0))  # (B, T): above the minibatch's mean entropy
+    upper = (advantages > 0) & (ratio > 1.0 + cfg.clip_eps_high)  # (B, T)
+    lower = (advantages < 0) & (ratio < 1.0 - cfg.clip_eps_low)  # (B, T)
+    bound = torch.where(upper, torch.full_like(ratio, 1.0 + cfg.clip_eps_high),
+                        torch.full_like(ratio, 1.0 - cfg.clip_eps_low))  # (B, T)
+    kept = high & (upper | lower)  # (B, T)
+    per_token = torch.where(kept, -advantages * bound * ratio / ratio.detach(), per_token)
+    return PolicyLossOutput(weights * per_token, {"aepo_kept_grad": float(kept.sum()) / max(float(mask.sum()), 1.0)})

@@ -13,6 +13,9 @@ entry point, or in a module given to `--import`):
     @register_policy_loss("my-loss")
     def my_loss(logprobs, old_logprobs, advantages, weights, mask, cfg, reduce) -> PolicyLossOutput: ...
 
+    @register_policy_loss("my-entropy-loss", needs_entropy=True)  # also gets each token's entropy (B, T)
+    def my_entropy_loss(logprobs, old_logprobs, advantages, weights, mask, cfg, reduce, *, entropy): ...
+
 A run names the first two in `method` (`grpo+actfocus`) and the third in `loss.policy` (`gspo`);
 `source` (an arXiv id, a paper, a library) is what `agentbench-af methods` prints beside the name.
 
@@ -65,9 +68,9 @@ class PolicyLossOutput:
 
 
 AdvantageFn = Callable[[RolloutBatch, Any], AdvantageOutput]  # (batch, CreditConfig)
-# (logprobs, old_logprobs, advantages, weights, mask, LossConfig, credit.reduce.BatchReduce), tensors (B, T)
-PolicyLossFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, Any, Any],
-                        PolicyLossOutput]
+# (logprobs, old_logprobs, advantages, weights, mask, LossConfig, credit.reduce.BatchReduce), tensors (B, T);
+# a loss registered with needs_entropy=True also takes the keyword `entropy` (B, T)
+PolicyLossFn = Callable[..., PolicyLossOutput]
 WeightFn = Callable[[RolloutBatch, Any], torch.Tensor]  # (batch, CreditConfig) -> (B, T)
 NeedsSpec = Needs | Callable[[Any], Needs]  # a Needs, or CreditConfig -> Needs
 
@@ -95,6 +98,7 @@ class PolicyLossSpec:
     fn: PolicyLossFn
     agg: str | None = None  # the aggregation it requires (Dr. GRPO's constant normaliser), None: any
     source: str = ""
+    needs_entropy: bool = False  # called with `entropy=` (B, T), the current policy's detached token entropies
 
 
 ADVANTAGE_ESTIMATORS: dict[str, EstimatorSpec] = {}
@@ -142,16 +146,18 @@ def register_weighting(name: str, needs: NeedsSpec = Needs(),
     return decorator
 
 
-def register_policy_loss(name: str, agg: str | None = None,
-                         source: str = "") -> Callable[[PolicyLossFn], PolicyLossFn]:
-    """Register a policy loss under `name` (a run's `loss.policy`); `agg`: the one aggregation it allows."""
+def register_policy_loss(name: str, agg: str | None = None, source: str = "",
+                         needs_entropy: bool = False) -> Callable[[PolicyLossFn], PolicyLossFn]:
+    """Register a policy loss under `name` (a run's `loss.policy`); `agg`: the one aggregation it allows;
+    `needs_entropy`: it takes a keyword argument `entropy`, each token's entropy under the current policy
+    (B, T, detached), which a loss registered without it never receives."""
     _check_name(name, "policy loss")
 
     def decorator(fn: PolicyLossFn) -> PolicyLossFn:
         old = POLICY_LOSSES.get(name)
         if old is not None and old.fn is not fn:
             raise ValueError(f"policy loss {name!r} is already registered")
-        POLICY_LOSSES[name] = PolicyLossSpec(name, fn, agg, source)
+        POLICY_LOSSES[name] = PolicyLossSpec(name, fn, agg, source, needs_entropy)
         return fn
 
     return decorator

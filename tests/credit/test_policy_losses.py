@@ -22,7 +22,7 @@ def _loss(policy: str, lp: list, old: list, adv: list, mask: list | None = None,
 
 
 def test_the_built_ins_are_registered_with_their_sources():
-    for name in ("ppo-clip", "dr-grpo", "gspo", "cispo", "sapo", "clip-cov", "kl-cov"):
+    for name in ("ppo-clip", "dr-grpo", "gspo", "cispo", "sapo", "clip-cov", "kl-cov", "aepo"):
         assert POLICY_LOSSES[name].source, name
 
 
@@ -106,6 +106,29 @@ def test_kl_cov_penalises_the_top_covariance_token_without_clipping():
     assert torch.allclose(grad, torch.tensor([[-0.574361, 0.0, 0.25, 0.25]]), atol=1e-5)
 
 
+def test_aepo_keeps_a_rescaled_gradient_on_clipped_high_entropy_tokens():
+    # entropies [2, 0.5, 3, 1]: mean 1.625, so tokens 0 and 2 are high-entropy.
+    # token 0: r = 1.5 > 1.2, A = 1, high: value -1.2 (ppo-clip's), gradient -A (1 + eps) = -1.2 (ppo-clip: 0)
+    # token 1: r = 1.5 > 1.2, A = 1, low entropy: ppo-clip, value -1.2, gradient 0
+    # token 2: r = 0.5 < 0.8, A = -2, high: value -(-2)(0.8) = 1.6, gradient +1.6 (ppo-clip: 0)
+    # token 3: r = 1 inside, A = 1: value -1, gradient -A r = -1
+    # token-mean over 4: loss (-1.2 - 1.2 + 1.6 - 1) / 4 = -0.45, gradients [-0.3, 0, 0.4, -0.25]
+    logprobs = torch.tensor([[math.log(1.5), math.log(1.5), math.log(0.5), 0.0]], requires_grad=True)
+    adv, mask = torch.tensor([[1.0, 1.0, -2.0, 1.0]]), torch.ones(1, 4, dtype=torch.bool)
+    entropy = torch.tensor([[2.0, 0.5, 3.0, 1.0]])
+    loss, metrics = policy_loss_terms(logprobs, torch.zeros(1, 4), adv, torch.ones(1, 4), mask, LossConfig(policy="aepo"),
+                                      entropy=entropy)
+    loss.backward()
+    assert float(loss) == pytest.approx(-0.45, abs=1e-6)
+    assert torch.allclose(logprobs.grad, torch.tensor([[-0.3, 0.0, 0.4, -0.25]]), atol=1e-6)
+    assert metrics == {"aepo_kept_grad": 0.5}
+    # the same tokens under ppo-clip: the clipped ones have no gradient
+    _, grad = _loss("ppo-clip", logprobs.detach().tolist(), [[0.0] * 4], adv.tolist())
+    assert torch.allclose(grad, torch.tensor([[0.0, 0.0, 0.0, -0.25]]), atol=1e-6)
+    with pytest.raises(ValueError, match="policy loss 'aepo' needs each token's entropy"):
+        policy_loss(logprobs, torch.zeros(1, 4), adv, torch.ones(1, 4), mask, LossConfig(policy="aepo"))
+
+
 def test_a_plugin_policy_loss_and_its_checks():
     @register_policy_loss("test-halved")
     def halved(logprobs, old_logprobs, advantages, weights, mask, cfg, reduce):
@@ -120,6 +143,10 @@ def test_a_plugin_policy_loss_and_its_checks():
         loss, metrics = policy_loss_terms(lp, lp, torch.tensor([[1.0, 1.0]]), torch.ones(1, 2), mask,
                                           LossConfig(policy="test-halved"))
         assert float(loss) == pytest.approx(1.0) and metrics == {"seen": 2.0}  # (0.5 + 1.5) / 2
+        # a loss written against the seven-argument signature is never handed the entropies
+        with_entropy = policy_loss(lp, lp, torch.tensor([[1.0, 1.0]]), torch.ones(1, 2), mask,
+                                   LossConfig(policy="test-halved"), entropy=torch.ones(1, 2))
+        assert float(with_entropy) == pytest.approx(1.0)
         with pytest.raises(ValueError, match="policy loss 'test-bad-shape' returned"):
             policy_loss(lp, lp, lp, torch.ones(1, 2), mask, LossConfig(policy="test-bad-shape"))
         with pytest.raises(ValueError, match="already registered"):

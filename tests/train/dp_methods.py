@@ -82,7 +82,8 @@ def run(batch: RolloutBatch, ranks: Ranks) -> dict[str, dict[str, torch.Tensor]]
         logprobs = (part.old_logprobs + 0.3 * torch.sin(7.0 * part.old_logprobs)).requires_grad_(True)  # (B_r, T)
         mask = part.response_mask
         denom = UpdateSync(ranks).denominator(mask, loss_cfg.agg) if ranks.active else None
-        policy_loss(logprobs, part.old_logprobs, adv, weights, mask, loss_cfg, denom).backward()
+        entropy = part.entropy + 0.5 * torch.cos(3.0 * part.old_logprobs)  # (B_r, T): the current policy's
+        policy_loss(logprobs, part.old_logprobs, adv, weights, mask, loss_cfg, denom, entropy=entropy).backward()
         results[name] = {"advantages": adv, "weights": weights, "grad": logprobs.grad / ranks.world_size}
     return results
 

@@ -4,8 +4,8 @@
     loss = agg_loss(weights * per_token, mask, cfg.agg)                     # = policy_loss(...), ppo-clip
 
 `policy_loss` runs the policy loss `loss.policy` names (the registry in `agentbench_af.credit`: ppo-clip,
-the default, dr-grpo, gspo, cispo, sapo, clip-cov, kl-cov, or a plugin's) and aggregates its per-token
-loss with `loss.agg`. A policy loss that takes a batch statistic gets it over every rank when the update
+the default, dr-grpo, gspo, cispo, sapo, clip-cov, kl-cov, aepo, or a plugin's) and aggregates its
+per-token loss with `loss.agg`; a loss registered with `needs_entropy` also gets the forward's entropies. A policy loss that takes a batch statistic gets it over every rank when the update
 runs data-parallel (the caller passes the global `denominator`), and on its own rows otherwise.
 
 Token weights (ActFocus) multiply the policy surrogate only, never the value loss, the KL or the entropy
@@ -56,7 +56,8 @@ class LossConfig:
     entropy_coef: float = 0.0
     #: the policy's (and the critic's) gradient-norm clip
     max_grad_norm: float = 1.0
-    #: the registered policy loss (`agentbench-af methods`): ppo-clip, dr-grpo, gspo, cispo, sapo, clip-cov, kl-cov
+    #: the registered policy loss (`agentbench-af methods`): ppo-clip, dr-grpo, gspo, cispo, sapo, clip-cov, kl-cov,
+    #: aepo
     policy: str = "ppo-clip"
     #: dr-grpo's constant normaliser: the generation budget in tokens
     dr_grpo_tokens: int = 1024
@@ -164,11 +165,13 @@ def policy_loss(
     mask: torch.Tensor,
     cfg: LossConfig,
     denominator: torch.Tensor | float | None = None,
+    entropy: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """agg_t(loss.policy's per-token loss, weighted by w_t): the policy-gradient loss (weights are
     detached here; `denominator`: see `agg_loss`; given, the policy loss's batch statistics are taken
-    over every rank)."""
-    return policy_loss_terms(logprobs, old_logprobs, advantages, weights, mask, cfg, denominator)[0]
+    over every rank; `entropy` (B, T): each token's entropy under the current policy, passed on (detached)
+    to a policy loss registered with `needs_entropy`)."""
+    return policy_loss_terms(logprobs, old_logprobs, advantages, weights, mask, cfg, denominator, entropy)[0]
 
 
 def loss_reduce(denominator: torch.Tensor | float | None) -> BatchReduce:
@@ -191,10 +194,17 @@ def policy_loss_terms(
     mask: torch.Tensor,
     cfg: LossConfig,
     denominator: torch.Tensor | float | None = None,
+    entropy: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """`policy_loss` and the policy loss's own metrics."""
     spec = policy_loss_spec(cfg.policy)
-    out = spec.fn(logprobs, old_logprobs, advantages, weights.detach(), mask, cfg, loss_reduce(denominator))
+    args = (logprobs, old_logprobs, advantages, weights.detach(), mask, cfg, loss_reduce(denominator))
+    if spec.needs_entropy:
+        if entropy is None:
+            raise ValueError(f"policy loss {cfg.policy!r} needs each token's entropy; pass entropy=")
+        out = spec.fn(*args, entropy=entropy.detach())
+    else:
+        out = spec.fn(*args)
     if not isinstance(out, PolicyLossOutput) or tuple(out.per_token.shape) != tuple(mask.shape):
         got = tuple(out.per_token.shape) if isinstance(out, PolicyLossOutput) else type(out).__name__
         raise ValueError(f"policy loss {cfg.policy!r} returned {got}, expected a PolicyLossOutput of shape {tuple(mask.shape)}")

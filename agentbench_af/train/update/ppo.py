@@ -107,7 +107,8 @@ def minibatch_step(modules: TrainModules, params: Parameters, optimizer: torch.o
     denom = s.sync.denominator(mask, cfg.agg) if s.sync is not None else None
     critic = modules.value_head if modules.value_head is not None else modules.critic
     logs: dict[str, float] = {}
-    total = L.policy_loss(fwd.logprobs, mb.old_logprobs, credit.advantages, credit.weights, mask, cfg, denom)
+    total = L.policy_loss(fwd.logprobs, mb.old_logprobs, credit.advantages, credit.weights, mask, cfg, denom,
+                          entropy=fwd.entropy)
     logs["pg_loss"] = float(total.detach())
     if critic is not None and credit.returns is not None:
         assert fwd.values is not None  # a forward with a critic has values
