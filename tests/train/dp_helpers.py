@@ -42,6 +42,7 @@ class Case:
     synced: bool = True  # False: DDP without the global denominators (the naive per-rank mean)
     credit: dict = field(default_factory=dict)
     loss: dict = field(default_factory=dict)  # further LossConfig fields (loss.policy and its knobs)
+    lopti: float | None = None  # rl.token_passes=lopti with this threshold
 
 
 def one_update(warm_start: str, trajs: list, group_size: int, case: Case, ranks: Ranks) -> dict[str, torch.Tensor]:
@@ -69,7 +70,7 @@ def one_update(warm_start: str, trajs: list, group_size: int, case: Case, ranks:
     loss_cfg = LossConfig(agg=case.agg, max_grad_norm=1e9, kl_coef=case.kl_coef, entropy_coef=case.entropy_coef,  # type: ignore[arg-type]
                           **case.loss)
     settings = UpdateSettings(loss_cfg, CPU, detach_critic=case.critic == "detached",
-                              sync=UpdateSync(ranks) if case.synced and ranks.active else None)
+                              sync=UpdateSync(ranks) if case.synced and ranks.active else None, lopti_threshold=case.lopti)
     metrics = ppo_update(trained, optimizer, batch, Credit(advantage.advantages, advantage.returns, weights), settings,
                          torch.Generator().manual_seed(0))
     parallel.after_update()

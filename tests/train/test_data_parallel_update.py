@@ -1,7 +1,7 @@
 """Two gloo ranks, each updating on its half of the prompts of a fixed batch, end with the parameters of one
 process updating on the whole batch (DDP and FSDP2; GRPO, GRPO+ActFocus, top-entropy, PPO with each critic;
 every loss aggregation; KL and entropy terms; a policy loss with batch statistics: clip-cov; gspo,
-sapo, steer, stapo and the empg estimator; every registered method on synthetic tensors:
+sapo, steer, stapo and the empg estimator; Lopti's two passes; AEPO's loss; every registered method on synthetic tensors:
 test_data_parallel_methods), and the naive per-rank mean does not (the check can fail)."""
 
 from __future__ import annotations
@@ -35,6 +35,9 @@ CASES = [
     # the gradient of its |log r| penalty is the sign of that noise (+-1), which differs between any two
     # forward passes of different padding
     Case("empg-stapo-sapo", estimator="empg", weighting="stapo", loss={"policy": "sapo"}),
+    Case("grpo-ar-lopti", weighting="ar", lopti=0.5),  # two optimizer steps, the second off-policy
+    Case("grpo-aepo-aepo", weighting="aepo", loss={"policy": "aepo"}),
+    Case("ppo-shared-lopti", estimator="gae", critic="shared", lopti=0.5),
     Case("ppo-detached", estimator="gae", critic="detached"),
     Case("ppo-shared-seq-mean-token-sum", estimator="gae", critic="shared", agg="seq-mean-token-sum"),
     Case("ppo-separate", estimator="gae", critic="separate"),

@@ -185,6 +185,10 @@ class UpdateSync:
         count = total[0] if agg == "token-mean" else total[1]
         return (count.clamp(min=1) / self.ranks.world_size).to(torch.float32).to(mask.device)
 
+    def total(self, x: torch.Tensor) -> torch.Tensor:
+        """`x` summed over every rank (float64 counts)."""
+        return all_reduce(x, self.ranks)
+
     def split(self, order: torch.Tensor, minibatches: int) -> list[torch.Tensor]:
         """`order` (B,) cut into exactly `minibatches` nonempty chunks; every rank must hold at least
         `minibatches` rows (checked collectively, so every rank raises the same error)."""

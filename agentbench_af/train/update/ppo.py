@@ -5,14 +5,16 @@ token weights for the whole batch, sliced per minibatch) and the `UpdateSettings
 `forward` (log-probs, entropies, values) and one `minibatch_step` (loss, backward, clipping, optimizer
 step); every loss term is a `train.update.loss` function (`policy_loss`, `value_loss`, `kl_k3`,
 `entropy_bonus`), and the weights multiply the policy surrogate only. `train.update.step.update` also uses
-`forward` and `minibatch_step` directly when the update's forward doubles as the scoring pass.
+`forward` and `train_minibatch` directly when the update's forward doubles as the scoring pass. With
+`rl.token_passes=lopti` a minibatch takes two optimizer steps (`train_minibatch`), the low-probability
+tokens first.
 Left out: gradient accumulation across minibatches (one optimizer step per minibatch, as in PPO) and
 mixed-precision loss scaling.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import torch
@@ -55,6 +57,7 @@ class UpdateSettings:
     autocast_dtype: torch.dtype | None = None
     detach_critic: bool = False
     sync: UpdateSync | None = None
+    lopti_threshold: float | None = None  # Lopti's two passes per minibatch (`rl.token_passes=lopti`); None: one
 
 
 class Forward(NamedTuple):
@@ -138,6 +141,37 @@ def minibatch_step(modules: TrainModules, params: Parameters, optimizer: torch.o
     return logs
 
 
+def train_minibatch(modules: TrainModules, params: Parameters, optimizer: torch.optim.Optimizer, mb: RolloutBatch,
+                    fwd: Forward, credit: Credit, s: UpdateSettings) -> list[dict[str, float]]:
+    """The optimizer steps of one minibatch (`fwd`: its forward before any of them): one `minibatch_step`, or
+    under `s.lopti_threshold` Lopti's two (arXiv 2505.12929): a step whose loss covers only the generated
+    tokens with p_old < threshold, then a fresh forward and a step on the others (p_old >= threshold). Each
+    pass is `minibatch_step` on the minibatch with its response mask cut to the pass's tokens, so every term
+    of a token (policy, value, KL, entropy) acts in that token's pass, aggregated over the pass's tokens. A
+    pass with no token on any rank is skipped (no forward, no optimizer step), the same on every rank.
+    Each pass's metrics also carry `lopti_low_share`, the share of the minibatch's tokens in the first."""
+    if s.lopti_threshold is None:
+        return [minibatch_step(modules, params, optimizer, mb, fwd, credit, s)]
+    mask = mb.response_mask  # (b, t)
+    low = mask & (mb.old_logprobs.exp() < s.lopti_threshold)  # (b, t)
+    share = float(low.sum()) / max(float(mask.sum()), 1.0)
+    steps: list[dict[str, float]] = []
+    for part in (low, mask & ~low):
+        if _global_tokens(part, s) == 0:
+            continue
+        if steps:  # the first pass moved the policy: score the minibatch again
+            fwd = forward(modules, mb, s)
+        logs = minibatch_step(modules, params, optimizer, replace(mb, response_mask=part), fwd, credit, s)
+        steps.append({**logs, "lopti_low_share": share})
+    return steps
+
+
+def _global_tokens(mask: torch.Tensor, s: UpdateSettings) -> int:
+    """The number of set entries of `mask` over every rank (this rank's without `s.sync`)."""
+    count = mask.sum().reshape(1).to(torch.float64)
+    return int(s.sync.total(count)[0]) if s.sync is not None else int(count[0])
+
+
 def mean_metrics(steps: list[dict[str, float]]) -> dict[str, float]:
     """The mean over minibatch steps of each metric (over the steps that report it)."""
     keys = dict.fromkeys(k for step in steps for k in step)
@@ -169,5 +203,5 @@ def ppo_update(modules: TrainModules, optimizer: torch.optim.Optimizer, batch: R
         for chunk in minibatch_rows(batch.batch_size, s, generator):
             mb = batch.select(chunk).crop().to(s.device)
             rows = credit.rows(chunk, mb.input_ids.shape[1], s.device)
-            steps.append(minibatch_step(modules, params, optimizer, mb, forward(modules, mb, s), rows, s))
+            steps.extend(train_minibatch(modules, params, optimizer, mb, forward(modules, mb, s), rows, s))
     return mean_metrics(steps)

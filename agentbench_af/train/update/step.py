@@ -5,8 +5,8 @@ no-grad forward of the trained model, so that the PPO ratio compares two forward
 numerics; credit (`credit_for`) then runs once on the scored batch, over every rank's rows, and
 `ppo_update` trains on it.
 
-When the update takes exactly one optimizer step from the policy that sampled the batch (`fuses_scoring`:
-one epoch, one minibatch), its own forward is the scoring pass: the forward's detached log-probs (and
+When the update's first forward is at the policy that sampled the batch (`fuses_scoring`: one epoch, one
+minibatch; Lopti's second pass then runs a forward of its own), that forward is the scoring pass: the forward's detached log-probs (and
 entropies) are the old ones (the ratio is 1 at every token), the separate pass is skipped, and credit
 runs between that forward and the loss, on the batch it scored, so estimators and token weights that
 read old log-probs (ActFocus with `energy_source: old`) see the same numbers as with the pass.
@@ -40,8 +40,8 @@ from agentbench_af.train.update.ppo import (
     forward,
     mean_metrics,
     minibatch_rows,
-    minibatch_step,
     ppo_update,
+    train_minibatch,
     train_mode,
 )
 
@@ -72,7 +72,8 @@ def fuses_scoring(cfg: TrainConfig, learner: Learner, ctx: StepContext) -> bool:
 
 def update_settings(cfg: TrainConfig, ctx: StepContext) -> UpdateSettings:
     return UpdateSettings(cfg.loss, ctx.device, cfg.rl.epochs, cfg.rl.minibatches, max(cfg.rollout.temperature, 1e-6),
-                          ctx.autocast, cfg.rl.critic == "detached", UpdateSync(ctx.ranks) if ctx.ranks.active else None)
+                          ctx.autocast, cfg.rl.critic == "detached", UpdateSync(ctx.ranks) if ctx.ranks.active else None,
+                          cfg.rl.lopti_threshold if cfg.rl.token_passes == "lopti" else None)
 
 
 def score(learner: Learner, batch: RolloutBatch, cfg: TrainConfig, device: torch.device) -> RolloutBatch:
@@ -124,4 +125,4 @@ def update(learner: Learner, batch: RolloutBatch, cfg: TrainConfig,
     scored = _scored_by(batch, rows, fwd.logprobs, fwd.entropy, mb.response_mask)
     mb = replace(mb, old_logprobs=fwd.logprobs.detach() * mb.response_mask)  # (b, t): the ratio is 1
     credit = credit_for(scored, cfg).rows(rows, mb.input_ids.shape[1], s.device)
-    return scored, mean_metrics([minibatch_step(learner.trained, params, learner.optimizer, mb, fwd, credit, s)])
+    return scored, mean_metrics(train_minibatch(learner.trained, params, learner.optimizer, mb, fwd, credit, s))
