@@ -20,6 +20,7 @@ import json
 import re
 import types
 import typing
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeVar, get_args, get_origin, get_type_hints
 
@@ -260,10 +261,23 @@ def load_config(cls: type[T], path: str | Path | None = None, overrides: list[st
     return from_dict(cls, read_config_mapping(path, overrides))
 
 
-def read_config_mapping(path: str | Path | None = None, overrides: list[str] | None = None) -> dict[str, Any]:
-    """The mapping `load_config` builds from: YAML at `path` (optional) with the overrides applied."""
+def read_config_mapping(path: str | Path | None = None, overrides: list[str] | None = None,
+                        layers: Sequence[str | Path] = ()) -> dict[str, Any]:
+    """The mapping `load_config` builds from: YAML at `path` (optional), each YAML file of `layers` merged on
+    top in order (`merge_mappings`: a recipe such as baselines/recipes/dapo.yaml), then the overrides."""
     data = read_yaml_mapping(path) if path is not None else {}
+    for layer in layers:
+        data = merge_mappings(data, read_yaml_mapping(layer))
     return apply_overrides(data, overrides or [])
+
+
+def merge_mappings(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    """A copy of `base` with `top` merged in: nested mappings merge key by key, any other value of `top`
+    replaces `base`'s."""
+    out = dict(base)
+    for key, value in top.items():
+        out[key] = merge_mappings(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
 
 
 HASH_DROP = ("run.seed", "run.out_dir", "run.name", "run.init_from", "run.threads", "run.parallel", "diagnostic",
@@ -271,13 +285,14 @@ HASH_DROP = ("run.seed", "run.out_dir", "run.name", "run.init_from", "run.thread
 
 
 #: fields added after records were first written (the policy-loss registry and the neighbourhood's credit
-#: methods, 2026-11-27): left out of the hash while at their default, so a config that does not use them keeps
+#: methods, Lopti's passes and dynamic sampling, 2026-11-27): left out of the hash while at their default, so a config that does not use them keeps
 #: the hash it had before they existed (and its records stay comparable with new runs of it)
 HASH_DROP_AT_DEFAULT = (
     "loss.policy", "loss.dr_grpo_tokens", "loss.sapo_tau_pos", "loss.sapo_tau_neg", "loss.clip_cov_ratio",
     "loss.cov_clip_low", "loss.cov_clip_high", "loss.kl_cov_ratio", "loss.kl_cov_coef", "credit.ar_alpha",
     "credit.stapo_prob", "credit.stapo_entropy_fraction", "credit.aepo_beta", "credit.carl_fraction",
     "credit.empg_k", "credit.empg_k_f", "credit.empg_zeta", "credit.gtpo_beta",
+    "rl.token_passes", "rl.lopti_threshold", "rollout.dynamic_sampling", "rollout.dynamic_sampling_max_rounds",
 )
 
 

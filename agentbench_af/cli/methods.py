@@ -1,4 +1,5 @@
-"""`agentbench-af methods`: every registered estimator, token weighting and policy loss, with its source.
+"""`agentbench-af methods`: every registered estimator, token weighting and policy loss, with its source,
+and the update schedules of `rl.token_passes`.
 
 A run picks an estimator and a weighting in `method` (`grpo+actfocus`: the estimator's method name, then
 the weighting) and a policy loss in `loss.policy` (`gspo`). Plugins' methods are listed too (their
@@ -28,6 +29,7 @@ def method_rows() -> dict[str, list[dict[str, str]]]:
     """The three registries as rows: estimators, weightings, policy losses."""
     from agentbench_af.credit import ADVANTAGE_ESTIMATORS, POLICY_LOSSES, TOKEN_WEIGHTINGS, CreditConfig
     from agentbench_af.plugins import CREDIT_GROUP, load_entry_points
+    from agentbench_af.train.config import TOKEN_PASSES
 
     load_entry_points(CREDIT_GROUP)
     cfg = CreditConfig()
@@ -39,7 +41,9 @@ def method_rows() -> dict[str, list[dict[str, str]]]:
         "estimators": [{"name": s.name, "method": s.method, "needs": _needs(s, cfg), "source": source(s)}
                        for s in ADVANTAGE_ESTIMATORS.values()],
         "weightings": [{"name": s.name, "needs": _needs(s, cfg), "source": source(s)} for s in TOKEN_WEIGHTINGS.values()],
-        "policy_losses": [{"name": s.name, "agg": s.agg or "any", "source": source(s)} for s in POLICY_LOSSES.values()],
+        "policy_losses": [{"name": s.name, "agg": s.agg or "any", "needs": "entropy" if s.needs_entropy else "",
+                           "source": source(s)} for s in POLICY_LOSSES.values()],
+        "token_passes": [{"name": name, "source": text} for name, text in TOKEN_PASSES.items()],
     }
 
 
@@ -59,5 +63,8 @@ def methods_command(
     typer.echo(tabulate([(r["name"], r["needs"], r["source"]) for r in rows["weightings"]],
                         headers=["weighting", "needs", "source"]))
     typer.echo("\nPolicy losses (loss.policy = <name>):")
-    typer.echo(tabulate([(r["name"], r["agg"], r["source"]) for r in rows["policy_losses"]],
-                        headers=["policy loss", "loss.agg", "source"]))
+    typer.echo(tabulate([(r["name"], r["agg"], r["needs"], r["source"]) for r in rows["policy_losses"]],
+                        headers=["policy loss", "loss.agg", "needs", "source"]))
+    typer.echo("\nUpdate schedules (rl.token_passes = <name>):")
+    typer.echo(tabulate([(r["name"], r["source"]) for r in rows["token_passes"]], headers=["token passes", "source"]))
+    typer.echo("\nRecipes: settings files merged on top of a config (`train CONFIG.yaml baselines/recipes/dapo.yaml`).")

@@ -1,4 +1,8 @@
-"""Training commands: `train CONFIG.yaml [key=value ...] [--resume | --overwrite] [--import MODULE]` and `eval RUN_DIR`.
+"""Training commands: `train CONFIG.yaml [RECIPE.yaml ...] [key=value ...] [--resume | --overwrite] [--import MODULE]`
+and `eval RUN_DIR`.
+
+Further YAML files after the config are merged on top of it in order (section by section), before the
+`key=value` overrides: a method-less recipe such as `baselines/recipes/dapo.yaml` combines with any config.
 
 `train` under `torchrun` (`torchrun --nproc-per-node N -m agentbench_af.cli train ...`) is one
 data-parallel run: every process runs the command, rank 0 writes the run folder and prints the summary.
@@ -30,7 +34,8 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
 @app.command("train", context_settings={"allow_extra_args": False})
 def train_command(
     config: Path | None = typer.Argument(None, help="YAML config (see baselines/). Omit to use the defaults."),
-    overrides: list[str] = typer.Argument(None, help="Overrides such as rl.steps=10 env.id=Sokoban-6x6-1box-v0."),
+    overrides: list[str] = typer.Argument(None, help="Recipe YAML files merged on top of CONFIG (e.g. "
+                                          "baselines/recipes/dapo.yaml), then overrides such as rl.steps=10."),
     resume: bool = typer.Option(False, "--resume", help="Continue a killed run from its last checkpoint."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Empty the run folder first (its files are lost)."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bars."),
@@ -42,8 +47,10 @@ def train_command(
     if config is not None and "=" in str(config) and not Path(config).exists():
         overrides = [str(config), *(overrides or [])]
         config = None
+    layers = [item for item in overrides or [] if "=" not in item and item.endswith((".yaml", ".yml"))]
+    overrides = [item for item in overrides or [] if item not in layers]
     try:
-        cfg = train_config_from_dict(read_config_mapping(config, overrides or []), imports or [])
+        cfg = train_config_from_dict(read_config_mapping(config, overrides, layers), imports or [])
     except ConfigError as exc:
         raise _fail(str(exc)) from exc
     from agentbench_af.train.preflight import check_runnable

@@ -46,10 +46,17 @@ class RolloutConfig:
     vllm_memory_fraction: float = 0.2
     #: vLLM's KV cache size in GiB (0: 1 GiB on CPU, from the memory fraction on CUDA)
     vllm_kv_cache_gib: float = 0.0
+    #: DAPO's dynamic sampling (rollout.dynamic, arXiv 2503.14476): drop the groups whose returns are all equal
+    #: and collect more prompts until the step has rl.prompts_per_step groups with differing returns
+    dynamic_sampling: bool = False
+    #: the most collection rounds of one step under dynamic_sampling (the first included); then the step
+    #: trains on the groups it kept
+    dynamic_sampling_max_rounds: int = 3
 
     def __post_init__(self) -> None:
         check_choices(self, "rollout")
-        for name in ("group_size", "window_turns", "max_new_tokens", "max_context_tokens", "max_batch_size"):
+        for name in ("group_size", "window_turns", "max_new_tokens", "max_context_tokens", "max_batch_size",
+                     "dynamic_sampling_max_rounds"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"rollout.{name} must be an integer >= 1, got {value!r}")

@@ -27,6 +27,9 @@ from agentbench_af.rollout.types import RolloutConfig
 from agentbench_af.train.update.loss import LossConfig
 
 REPORTERS = ("tensorboard", "wandb")
+#: `rl.token_passes`: each update schedule and its source (`agentbench-af methods` lists them)
+TOKEN_PASSES = {"one": "one optimizer step per minibatch on every generated token (PPO)",
+                "lopti": "Lopti, arXiv 2505.12929: p_old < rl.lopti_threshold first, then the rest"}
 
 
 def _check_counts(cfg: Any, section: str, positive: tuple[str, ...] = (), **minimums: int) -> None:
@@ -175,11 +178,19 @@ class RLConfig:
     #: only (a linear critic on the policy's features); shared: the value loss also trains the policy's
     #: trunk; separate: its own copy of the warm start's trunk plus a head (train.update.critic), as verl does
     critic: Literal["detached", "shared", "separate"] = "detached"
+    #: optimizer steps per minibatch. one: every generated token in one step. lopti (Lopti, arXiv 2505.12929):
+    #: a step on the tokens whose old probability is below rl.lopti_threshold, then a fresh forward and a
+    #: step on the rest; each token's policy, value, KL and entropy terms act in its own pass
+    token_passes: Literal["one", "lopti"] = "one"
+    #: Lopti's split: tokens with p_old < this go in the first pass (the paper's 0.5)
+    lopti_threshold: float = 0.5
 
     def __post_init__(self) -> None:
         check_choices(self, "rl")
         _check_counts(self, "rl", ("lr", "critic_lr"), steps=0, prompts_per_step=1, warmup_steps=0, epochs=1,
                       minibatches=1, weight_decay=0)
+        if not (isinstance(self.lopti_threshold, (int, float)) and 0 < self.lopti_threshold < 1):
+            raise ValueError(f"rl.lopti_threshold must lie in (0, 1), got {self.lopti_threshold!r}")
 
 
 @dataclass(frozen=True)
@@ -300,6 +311,9 @@ class TrainConfig:
         if credit_needs(self.credit).groups and self.rollout.group_size < 2:
             raise ValueError(f"method {self.method}: rollout.group_size must be >= 2 for {self.credit.estimator} "
                              f"(it compares rollouts of one prompt; a group of 1 has advantage 0), got {self.rollout.group_size}")
+        if self.rollout.dynamic_sampling and self.rollout.group_size < 2:
+            raise ValueError(f"rollout.dynamic_sampling drops groups whose returns are all equal, which every group "
+                             f"of one rollout is: set rollout.group_size >= 2 (got {self.rollout.group_size})")
         samples = self.rl.prompts_per_step * self.rollout.group_size
         if self.rl.minibatches > samples:
             raise ValueError(f"rl.minibatches ({self.rl.minibatches}) must be <= rl.prompts_per_step x "

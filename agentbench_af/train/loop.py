@@ -1,7 +1,8 @@
 """The RL training loop, top to bottom: warm start, then per step collect -> score -> credit -> update -> log.
 
 Every step reseeds torch and draws its training seeds from (run seed, step), so a run resumed from a
-checkpoint continues exactly as an uninterrupted run would. The run's bookkeeping lives elsewhere: the
+checkpoint continues exactly as an uninterrupted run would; under `rollout.dynamic_sampling` the seeds a
+step refills with come from (run seed, step) too (`rollout.dynamic`). The run's bookkeeping lives elsewhere: the
 locked run folder, its checks and files in `run_folder`, the warm start and its provenance in
 `warm_start`, what the update trains in `learner`, metrics rows and the record in `bookkeeping`. The
 record's `bottleneck` holds the Action Bottleneck diagnostic (the headline, with gradients at the policy
@@ -38,8 +39,9 @@ from agentbench_af.results.record import RunRecord
 from agentbench_af.results.snapshot import bottleneck_snapshot, record_bottleneck
 from agentbench_af.rollout.batch import RolloutBatch
 from agentbench_af.rollout.collect import collect_rollouts
+from agentbench_af.rollout.dynamic import DynamicCollection, collect_dynamic
 from agentbench_af.rollout.engine import build_engine
-from agentbench_af.rollout.seeds import draw_train_seeds
+from agentbench_af.rollout.seeds import draw_train_seeds, refill_seeds
 from agentbench_af.rollout.to_batch import trajectories_to_batch
 from agentbench_af.train.bookkeeping.rank_folder import FollowerFolder, run_folder
 from agentbench_af.train.bookkeeping.record import protocol, run_record, step_row
@@ -93,14 +95,25 @@ def _train(cfg: TrainConfig, run: RunFolder | FollowerFolder, ranks: dp.Ranks, d
         return evaluation_row(engine, policy.tokenizer, policy.chat, cfg, ranks, step,
                               dp.rank_seed(step_seed(cfg.run.seed, step, 3), ranks))
 
-    def collect(step: int) -> tuple[RolloutBatch, list]:
-        """This rank's rollouts of step `step` (seeded by run seed, step and rank), before scoring."""
+    def play(seeds: list[int]) -> list:
+        return collect_rollouts(engine, policy.tokenizer, policy.chat, cfg.env.id, seeds, cfg.rollout, cfg.env.overrides)
+
+    def collect(step: int) -> tuple[RolloutBatch, list, DynamicCollection | None]:
+        """This rank's rollouts of step `step` (seeded by run seed, step and rank), before scoring, and how
+        dynamic sampling drew them (None when it is off)."""
         torch.manual_seed(dp.rank_seed(step_seed(cfg.run.seed, step, 0), ranks))
         seeds = draw_train_seeds(env, cfg.rl.prompts_per_step, np.random.default_rng(step_seed(cfg.run.seed, step, 2)))
-        trajs = collect_rollouts(engine, policy.tokenizer, policy.chat, cfg.env.id, dp.share(seeds, ranks),
-                                 cfg.rollout, cfg.env.overrides)
+        drawn = None
+        if not cfg.rollout.dynamic_sampling:
+            trajs = play(dp.share(seeds, ranks))
+        else:  # refills: a disjoint slice per rank of one order of the step's other seeds
+            limit = (cfg.rollout.dynamic_sampling_max_rounds - 1) * cfg.rl.prompts_per_step
+            refills = refill_seeds(env, seeds, limit, np.random.default_rng(step_seed(cfg.run.seed, step, 4)),
+                                   ranks.rank, ranks.world_size)
+            drawn = collect_dynamic(play, dp.share(seeds, ranks), refills, cfg.rollout.dynamic_sampling_max_rounds)
+            trajs = drawn.trajs
         batch = trajectories_to_batch(trajs, cfg.rollout.context_mode, policy.pad_token_id)
-        return credit_view(batch, cfg.credit), trajs  # roles as credit counts them
+        return credit_view(batch, cfg.credit), trajs, drawn  # roles as credit counts them
 
     def snapshot(batch: RolloutBatch, step: int):
         """The diagnostic of a scored batch at the current policy (headline gradients included)."""
@@ -125,7 +138,7 @@ def _train(cfg: TrainConfig, run: RunFolder | FollowerFolder, ranks: dp.Ranks, d
                initial=start, total=cfg.rl.steps)
     for step in bar:
         t0 = time.time()
-        batch, trajs = collect(step)
+        batch, trajs, drawn = collect(step)
         t_rollout = time.time() - t0
         if step == 0:
             note_warm_start(batch)
@@ -138,6 +151,8 @@ def _train(cfg: TrainConfig, run: RunFolder | FollowerFolder, ranks: dp.Ranks, d
         learner.scheduler.step()
         done = step + 1
         row = step_metrics(done, batch, scored, trajs, t_rollout, time.time() - t0, learner, update_metrics, ranks)
+        if drawn is not None:
+            row.update(sampling_metrics(drawn, ranks))
         run.save_rollouts(scored, done)
         if done % cfg.eval.every == 0 or done == cfg.rl.steps:
             row["eval"] = evaluate(done)
@@ -168,3 +183,13 @@ def step_metrics(done: int, sampled: RolloutBatch, batch: RolloutBatch, trajs: l
     row["rollout/logprob_mismatch_max"] = float(dp.all_reduce(torch.tensor([mismatch], dtype=torch.float64),
                                                               ranks, "max")[0])
     return row
+
+
+def sampling_metrics(drawn: DynamicCollection, ranks: dp.Ranks) -> dict[str, float]:
+    """Dynamic sampling's counts over every rank: groups collected and kept, the most rounds a rank ran, and
+    the success rate over every collected trajectory (the kept groups' is `rollout_success`)."""
+    counts = dp.all_reduce(torch.tensor([drawn.drawn, drawn.kept, drawn.played, drawn.successes], dtype=torch.float64),
+                           ranks)
+    rounds = dp.all_reduce(torch.tensor([drawn.rounds], dtype=torch.float64), ranks, "max")
+    return {"rollout/groups_drawn": int(counts[0]), "rollout/groups_kept": int(counts[1]),
+            "rollout/sampling_rounds": int(rounds[0]), "rollout/drawn_success": float(counts[3] / counts[2].clamp(min=1))}

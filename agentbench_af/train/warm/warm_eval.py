@@ -27,7 +27,8 @@ def warm_eval_key(cfg: TrainConfig, dtype: str) -> str:
         "env": {"id": cfg.env.id, "overrides": cfg.env.overrides},
         "eval": {"episodes": cfg.eval.episodes, "temperature": cfg.eval.temperature,
                  **({"also_greedy": True} if cfg.eval.also_greedy else {})},  # keys of older results unchanged
-        "rollout": asdict(cfg.rollout),
+        # how training batches are drawn does not change the evaluation (and keys of older results stay)
+        "rollout": {k: v for k, v in asdict(cfg.rollout).items() if not k.startswith("dynamic_sampling")},
         "seed": cfg.run.seed,
         "device": cfg.run.device,
         "dtype": dtype,
