@@ -4,6 +4,8 @@ the refill seeds are disjoint per rank and repeat with the step's generator; rec
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -14,6 +16,7 @@ from agentbench_af.rollout.seeds import draw_train_seeds, refill_seeds
 from agentbench_af.rollout.types import RolloutConfig, Trajectory, TurnRecord
 from agentbench_af.train.config import train_config_from_dict
 
+ROOT = Path(__file__).resolve().parents[2]
 # the two returns of each seed's group of two rollouts; equal pairs carry no group-relative advantage
 RETURNS = {1: (1.0, 1.0), 2: (0.0, 1.0), 3: (0.0, 0.0), 4: (0.5, 0.5), 5: (1.0, 0.0), 6: (0.2, 0.7), 7: (0.0, 1.0)}
 
@@ -80,15 +83,15 @@ def test_refill_seeds_are_disjoint_per_rank_leave_out_the_step_seeds_and_repeat(
 
 
 def test_the_dapo_recipe_merges_into_a_config_and_the_settings_are_checked(tmp_path):
-    cfg = train_config_from_dict(read_config_mapping("baselines/cpu/base.yaml", ["rl.steps=2"],
-                                                     ["baselines/recipes/dapo.yaml"]))
+    cfg = train_config_from_dict(read_config_mapping(ROOT / "baselines/cpu/base.yaml", ["rl.steps=2"],
+                                                     [ROOT / "baselines/recipes/dapo.yaml"]))
     assert cfg.method == "grpo" and cfg.rl.steps == 2 and cfg.rl.minibatches == 2  # the base's, kept
     assert (cfg.loss.clip_eps_high, cfg.loss.agg, cfg.rollout.dynamic_sampling) == (0.28, "token-mean", True)
     assert cfg.rollout.group_size == 8 and cfg.rollout.max_new_tokens == 64  # merged section by section
     assert merge_mappings({"a": {"b": 1, "c": 2}, "d": 3}, {"a": {"b": 5}, "d": {"e": 1}}) == {"a": {"b": 5, "c": 2},
                                                                                                 "d": {"e": 1}}
     with pytest.raises(ConfigError, match="recipe.yaml not found|config file not found"):
-        read_config_mapping("baselines/cpu/base.yaml", [], [tmp_path / "recipe.yaml"])
+        read_config_mapping(ROOT / "baselines/cpu/base.yaml", [], [tmp_path / "recipe.yaml"])
     with pytest.raises(ValueError, match="rollout.dynamic_sampling_max_rounds must be an integer >= 1"):
         RolloutConfig(dynamic_sampling=True, dynamic_sampling_max_rounds=0)
     with pytest.raises(ConfigError, match="set rollout.group_size >= 2"):

@@ -1,7 +1,8 @@
 """`torchrun --nproc-per-node 2 -m agentbench_af.cli train ...` on CPU (gloo): the run finishes, rank 0
 alone writes the run folder and its record names the world size; a checkpoint of the 2-process run
 resumes in 2 processes to exactly the uninterrupted result, and in 1 process to a finished run. The same
-run under FSDP2 finishes, its first update matches DDP's, and its (full) checkpoint resumes in 1 process."""
+run under FSDP2 finishes, its first update matches DDP's, and its (full) checkpoint resumes in 1 process.
+A run with dynamic sampling and Lopti finishes in 2 processes."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ VOLATILE = ("time_rollout_s", "time_step_s")
 
 
 def _torchrun(out_dir, warm_start, *flags: str, **extra) -> subprocess.CompletedProcess:
-    overrides = tiny_overrides(out_dir, run__init_from=str(warm_start), **SETTINGS, **extra)
+    overrides = tiny_overrides(out_dir, run__init_from=str(warm_start), **{**SETTINGS, **extra})
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
                "-m", "agentbench_af.cli", "train", *overrides, "--quiet", *flags]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -105,3 +106,15 @@ def test_fsdp2_run_matches_ddp_and_resumes_in_one_process(two_process_run, warm_
     record = loop.train(cfg, resume=True, show_progress=False)
     assert record.parallel == {"world_size": 1, "strategy": None}
     assert [r["step"] for r in read_jsonl(resumed / "metrics.jsonl")] == [0, 1, 2]
+
+
+def test_two_processes_run_dynamic_sampling_and_lopti(warm_start, tmp_path):
+    # each rank refills its own share (1 prompt of 2) from a disjoint slice of the step's refill seeds
+    _torchrun(tmp_path, warm_start, method="grpo+ar", run__name="dapo", rl__token_passes="lopti",
+              rollout__dynamic_sampling=True)
+    rows = read_jsonl(tmp_path / "dapo" / "metrics.jsonl")
+    assert [r["step"] for r in rows] == [0, 1, 2]
+    for row in rows[1:]:
+        assert 2 <= row["rollout/groups_drawn"] <= 6 and row["rollout/groups_kept"] <= 2
+        assert 1 <= row["rollout/sampling_rounds"] <= 3 and 0 <= row["lopti_low_share"] <= 1
+    assert json.loads((tmp_path / "dapo" / "record.json").read_text())["status"] == "completed"

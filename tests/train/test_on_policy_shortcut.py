@@ -69,6 +69,18 @@ def test_the_shortcut_gives_the_same_update_as_the_scoring_pass(warm_start, samp
     assert torch.equal(scored_s.old_logprobs == 0, ~sampled.response_mask)
 
 
+def test_the_shortcut_gives_the_same_lopti_update(warm_start, sampled):
+    # Lopti's first pass runs on the shortcut's forward, its second on a forward of its own either way
+    cfg = _config("grpo+ar", token_passes="lopti")
+    params, metrics, _ = _step(warm_start, sampled, cfg, shortcut=False)
+    params_s, metrics_s, _ = _step(warm_start, sampled, cfg, shortcut=True)
+    assert metrics.keys() == metrics_s.keys() and 0 < metrics["lopti_low_share"] < 1
+    for key in metrics:
+        assert metrics_s[key] == pytest.approx(metrics[key], rel=1e-5, abs=1e-6), key
+    for name, p in params.items():
+        torch.testing.assert_close(params_s[name], p, rtol=1e-5, atol=1e-6, msg=name)
+
+
 def test_actfocus_weights_follow_the_forward_log_probs(warm_start, sampled):
     """The shortcut's ActFocus step differs from GRPO's: the weights computed inside the update are used."""
     params_g, metrics_g, _ = _step(warm_start, sampled, _config("grpo"), shortcut=True)

@@ -1,5 +1,6 @@
 """The neighbourhood's methods and the policy losses train 2 RL steps end to end through `train` (seconds per
-run), each pair a `method` and a `loss.policy`, and the record keeps the policy loss."""
+run), each pair a `method` and a `loss.policy` (Lopti and dynamic sampling with one of them), and the
+record keeps the policy loss."""
 
 import json
 import math
@@ -18,6 +19,9 @@ CASES = [
     ("grpo+gtpo", {"loss__policy": "kl-cov"}),
     ("grpo+ar", {"loss__policy": "dr-grpo", "loss__agg": "seq-mean-token-sum", "credit__grpo_norm_by_std": False}),
     ("ppo+aepo", {"loss__policy": "ppo-clip"}),
+    ("grpo+aepo", {"loss__policy": "aepo"}),  # AEPO's two halves
+    # Lopti with its AR pairing, under DAPO's dynamic sampling
+    ("grpo+ar", {"loss__policy": "ppo-clip", "rl__token_passes": "lopti", "rollout__dynamic_sampling": True}),
 ]
 
 
@@ -34,3 +38,7 @@ def test_method_and_policy_loss_train_two_steps(tmp_path, warm_start, method, lo
     for row in rows[1:]:
         for key in ("pg_loss", "grad_norm", "approx_kl"):
             assert math.isfinite(row[key]), key
+        assert ("lopti_low_share" in row) == ("rl__token_passes" in loss)
+        if "rollout__dynamic_sampling" in loss:
+            assert 1 <= row["rollout/sampling_rounds"] <= 3
+            assert row["rollout/groups_kept"] <= 2 <= row["rollout/groups_drawn"]
