@@ -75,6 +75,18 @@ def test_bad_key_in_a_yaml_file(tmp_path):
     assert res.exit_code == 2 and "not valid YAML" in _error_line(res)
 
 
+def test_a_recipe_file_is_merged_and_checked_like_the_config(tmp_path):
+    base, recipe = tmp_path / "c.yaml", tmp_path / "r.yaml"
+    base.write_text("rl:\n  steps: 2\n")
+    recipe.write_text("rollout:\n  dynamic_sampling: true\n  group_size: 1\n")
+    # the recipe's group of one meets the base's grpo: refused before any work, naming the recipe's key
+    res = runner.invoke(app, ["train", str(base), str(recipe), f"run.out_dir={tmp_path / 'out'}"])
+    assert res.exit_code == 2 and "rollout.group_size" in _error_line(res)
+    res = runner.invoke(app, ["train", str(base), str(tmp_path / "missing.yaml")])
+    assert res.exit_code == 2 and "missing.yaml" in _error_line(res)
+    assert not (tmp_path / "out").exists()
+
+
 def test_train_then_eval(tmp_path):
     res = _train(tmp_path)
     assert res.exit_code == 0, res.output
