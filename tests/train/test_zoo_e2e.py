@@ -23,6 +23,7 @@ CASES = [
     # Lopti with its AR pairing, under DAPO's dynamic sampling
     ("grpo+ar", {"loss__policy": "ppo-clip", "rl__token_passes": "lopti", "rollout__dynamic_sampling": True}),
 ]
+LOSS_METRIC = {"clip-cov": "cov_detached", "kl-cov": "cov_penalised", "aepo": "aepo_kept_grad"}
 
 
 @pytest.mark.parametrize(("method", "loss"), CASES, ids=[f"{m}-{kw['loss__policy']}" for m, kw in CASES])
@@ -39,6 +40,9 @@ def test_method_and_policy_loss_train_two_steps(tmp_path, warm_start, method, lo
         for key in ("pg_loss", "grad_norm", "approx_kl"):
             assert math.isfinite(row[key]), key
         assert ("lopti_low_share" in row) == ("rl__token_passes" in loss)
+        own = LOSS_METRIC.get(loss["loss__policy"])  # a policy loss's own metric reaches metrics.jsonl
+        if own is not None:
+            assert 0.0 <= row[own] <= 1.0, own
         if "rollout__dynamic_sampling" in loss:
             assert 1 <= row["rollout/sampling_rounds"] <= 3
             assert row["rollout/groups_kept"] <= 2 <= row["rollout/groups_drawn"]

@@ -110,9 +110,10 @@ def minibatch_step(modules: TrainModules, params: Parameters, optimizer: torch.o
     denom = s.sync.denominator(mask, cfg.agg) if s.sync is not None else None
     critic = modules.value_head if modules.value_head is not None else modules.critic
     logs: dict[str, float] = {}
-    total = L.policy_loss(fwd.logprobs, mb.old_logprobs, credit.advantages, credit.weights, mask, cfg, denom,
-                          entropy=fwd.entropy)
+    total, loss_logs = L.policy_loss_terms(fwd.logprobs, mb.old_logprobs, credit.advantages, credit.weights, mask,
+                                           cfg, denom, entropy=fwd.entropy)
     logs["pg_loss"] = float(total.detach())
+    logs.update({key: float(value) for key, value in loss_logs.items()})  # the policy loss's own metrics
     if critic is not None and credit.returns is not None:
         assert fwd.values is not None  # a forward with a critic has values
         old_values = mb.values if mb.values is not None else fwd.values.detach()
