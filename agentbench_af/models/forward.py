@@ -15,7 +15,8 @@ When those (B, K, V) fp32 logits would take more than `LOGITS_BYTES` (a large vo
 that predict a generated token are kept, and `models.chunked_logprobs` projects them `CHUNK_BYTES`
 of logits at a time (recomputed in the backward pass): memory proportional to the generated tokens,
 and log-probs and entropies exactly 0 at every other position. Below that size the one-tensor
-computation runs as before, bit for bit (every tiny-family batch of the CPU presets is far below it).
+computation runs as before, bit for bit (no tiny-family batch of the CPU presets reaches it: 64 rows
+x 2,047 columns x 512 entries is just under it).
 The chunked path needs an unwrapped transformers model (a DDP or FSDP2 wrapper runs the one tensor).
 Under activation checkpointing (`model.gradient_checkpointing`) the shared-prefix forward is skipped
 while gradients are recorded: transformers drops the KV cache inside a recomputed layer.
