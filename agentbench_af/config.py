@@ -285,13 +285,14 @@ HASH_DROP = ("run.seed", "run.out_dir", "run.name", "run.init_from", "run.thread
 
 
 #: fields added after records were first written (the policy-loss registry and the neighbourhood's credit
-#: methods, Lopti's passes and dynamic sampling, 2026-11-27): left out of the hash while at their default, so a config that does not use them keeps
+#: methods, Lopti's passes, dynamic sampling and model.gradient_checkpointing, 2026-11-27): left out of the hash while at
+#: their default, so a config that does not use them keeps
 #: the hash it had before they existed (and its records stay comparable with new runs of it)
 HASH_DROP_AT_DEFAULT = (
     "loss.policy", "loss.dr_grpo_tokens", "loss.sapo_tau_pos", "loss.sapo_tau_neg", "loss.clip_cov_ratio",
     "loss.cov_clip_low", "loss.cov_clip_high", "loss.kl_cov_ratio", "loss.kl_cov_coef", "credit.ar_alpha",
     "credit.stapo_prob", "credit.stapo_entropy_fraction", "credit.aepo_beta", "credit.carl_fraction",
-    "credit.empg_k", "credit.empg_k_f", "credit.empg_zeta", "credit.gtpo_beta",
+    "credit.empg_k", "credit.empg_k_f", "credit.empg_zeta", "credit.gtpo_beta", "model.gradient_checkpointing",
     "rl.token_passes", "rl.lopti_threshold", "rollout.dynamic_sampling", "rollout.dynamic_sampling_max_rounds",
 )
 

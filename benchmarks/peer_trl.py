@@ -6,7 +6,7 @@ SmolLM2-135M-Instruct folder as it is) and run the same step: the same P prompts
 seeds, one turn: `max_turns: 1`) x G rollouts of at most N new tokens at temperature 1, then one AdamW
 step (constant learning rate, gradient norm clipped to 1) over the P x G completions with the
 token-mean clipped loss (eps 0.2) and group-std advantages; fp32, no reference model, no KL term. TRL
-runs with gradient checkpointing and bf16 off, `loss_type="dapo"` (token mean over the batch),
+runs with bf16 off, gradient checkpointing as ours (off unless `--gradient-checkpointing`), `loss_type="dapo"` (token mean over the batch),
 `scale_rewards="group"` and one iteration; its reward function steps the same environment with the
 decoded completion. The prompt token ids of both are checked equal before anything is timed.
 
@@ -25,8 +25,20 @@ under the same machine load. After `--warmup` untimed steps each, `--pairs` roun
     python benchmarks/peer_trl.py --model smollm2-135m --prompts 8 --group 8   # SmolLM2-135M-Instruct, no SFT
 
 Both sides keep training from step to step (each its own copy), so response lengths may drift apart;
-the table reports the mean completion length of each. Left out: a multi-turn comparison (see
-docs/benchmarks.md for why) and GPU runs.
+the table reports the mean completion length of each.
+
+Memory: each phase of a step (ours: the collector, then scoring + update; TRL: generation, then the rest
+of its step) starts a new peak-RSS window (Linux: `5` written to /proc/self/clear_refs resets VmHWM), and
+its peak resident set is reported beside the resident set at the step's start. The process holds both
+sides' models and optimizer states, so a peak counts the other side's resident memory too; the step's
+own cost is peak minus start.
+
+    python benchmarks/peer_trl.py --model smollm2-135m --prompts 8 --group 8 --no-trl --warmup 0 --pairs 1 --steps 1
+    python benchmarks/peer_trl.py --model smollm2-135m --no-trl --turns 3 --gradient-checkpointing ...
+
+`--no-trl` runs our steps alone (warmup + pairs x steps of them); `--turns N` (N > 1, ours alone) lets each
+episode run up to N turns (full context); `--gradient-checkpointing` sets `model.gradient_checkpointing`
+on our side and TRL's `gradient_checkpointing` on its side (without it neither side checkpoints). Left out: a multi-turn TRL step (see docs/benchmarks.md for why) and GPU runs.
 """
 
 from __future__ import annotations
@@ -34,6 +46,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import statistics
 import sys
 import tempfile
@@ -66,12 +79,41 @@ from rollout_throughput import warm_policy  # noqa: E402
 CPU = torch.device("cpu")
 
 
+def _status_mb(key: str) -> float:
+    """A memory line of /proc/self/status (VmRSS, VmHWM) in MiB; nan where there is no procfs."""
+    try:
+        found = re.search(rf"^{key}:\s+(\d+) kB", Path("/proc/self/status").read_text(), re.M)
+    except OSError:
+        return float("nan")
+    return int(found.group(1)) / 1024 if found else float("nan")
+
+
+def rss_mb() -> float:
+    return _status_mb("VmRSS")
+
+
+def new_peak_window() -> None:
+    """Reset the process's peak resident set (VmHWM) to its current one (Linux >= 4.0)."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
+
+
+def peak_mb() -> float:
+    """The peak resident set since the last `new_peak_window`, in MiB."""
+    return _status_mb("VmHWM")
+
+
 @dataclass
 class StepTime:
     seconds: float
     generation_s: float  # ours: the collector with its environment steps; TRL: `_generate_single_turn`
     reward_s: float  # TRL: `_calculate_rewards`; ours: inside generation_s
     generated_tokens: int
+    rss_start_mb: float = float("nan")  # resident set when the step began
+    peak_generation_mb: float = float("nan")  # peak resident set during generation
+    peak_update_mb: float = float("nan")  # peak during the rest of the step (scoring, credit, update)
 
     @property
     def update_s(self) -> float:
@@ -93,12 +135,13 @@ class Side:
 
 
 def step_config(env_id: str, model: str, method: str, prompts: int, group: int, max_new_tokens: int,
-                lr: float) -> TrainConfig:
-    """The loop's config for one single-turn step (constant learning rate, no warm-up)."""
+                lr: float, turns: int = 1, gradient_checkpointing: bool = False) -> TrainConfig:
+    """The loop's config for one step of episodes of at most `turns` turns (constant learning rate, no warm-up)."""
     from agentbench_af.rollout.types import RolloutConfig
 
-    return TrainConfig(method=method, env=EnvConfig(id=env_id, overrides={"max_turns": 1}),
-                       model=ModelConfig(name=model), rl=RLConfig(prompts_per_step=prompts, lr=lr, warmup_steps=0),
+    model_cfg = ModelConfig(name=model, gradient_checkpointing=True) if gradient_checkpointing else ModelConfig(name=model)
+    return TrainConfig(method=method, env=EnvConfig(id=env_id, overrides={"max_turns": turns}),
+                       model=model_cfg, rl=RLConfig(prompts_per_step=prompts, lr=lr, warmup_steps=0),
                        rollout=RolloutConfig(group_size=group, max_new_tokens=max_new_tokens))
 
 
@@ -135,19 +178,25 @@ class OurStep:
 
     def __call__(self) -> StepTime:
         cfg = self.cfg
+        start = rss_mb()
+        new_peak_window()
         t0 = time.perf_counter()
         trajs = collect_rollouts(self.engine, self.policy.tokenizer, self.policy.chat, cfg.env.id, self.seeds,
                                  cfg.rollout, cfg.env.overrides)
         t_gen = time.perf_counter() - t0
+        peak_gen = peak_mb()
+        new_peak_window()
         batch = trajectories_to_batch(trajs, cfg.rollout.context_mode, self.policy.pad_token_id)
         self.count += 1
         update(self.learner, batch, cfg, StepContext(torch.Generator().manual_seed(self.count), CPU,
                                                      on_policy=self.on_policy))
-        return StepTime(time.perf_counter() - t0, t_gen, 0.0, sum(t.num_generated_tokens for t in trajs))
+        return StepTime(time.perf_counter() - t0, t_gen, 0.0, sum(t.num_generated_tokens for t in trajs), start,
+                        peak_gen, peak_mb())
 
 
 def trl_trainer(model_dir: Path, cfg: TrainConfig, rows: list[dict], total_steps: int, out_dir: str, callback):
-    """TRL's GRPOTrainer with our step's settings; its reward steps the environment with each completion."""
+    """TRL's GRPOTrainer with our step's settings (gradient checkpointing as ours: `model.gradient_checkpointing`);
+    its reward steps the environment with each completion."""
     from datasets import Dataset
     from transformers import AutoTokenizer, PrinterCallback
     from trl import GRPOConfig, GRPOTrainer
@@ -166,7 +215,8 @@ def trl_trainer(model_dir: Path, cfg: TrainConfig, rows: list[dict], total_steps
     tokenizer.padding_side = "left"
     batch = cfg.rl.prompts_per_step * cfg.rollout.group_size
     args = GRPOConfig(
-        output_dir=out_dir, report_to="none", use_cpu=True, bf16=False, gradient_checkpointing=False,
+        output_dir=out_dir, report_to="none", use_cpu=True, bf16=False,
+        gradient_checkpointing=cfg.model.gradient_checkpointing,
         model_init_kwargs={"dtype": torch.float32}, per_device_train_batch_size=batch,
         num_generations=cfg.rollout.group_size, max_completion_length=cfg.rollout.max_new_tokens,
         temperature=cfg.rollout.temperature, top_p=cfg.rollout.top_p, learning_rate=cfg.rl.lr,
@@ -178,12 +228,18 @@ def trl_trainer(model_dir: Path, cfg: TrainConfig, rows: list[dict], total_steps
     trainer = GRPOTrainer(model=str(model_dir), reward_funcs=env_reward, args=args,
                           train_dataset=Dataset.from_list(rows), processing_class=tokenizer, callbacks=[callback])
     trainer.remove_callback(PrinterCallback)  # it prints the run's summary dict on stdout (breaks --json)
-    checkpointing = getattr(trainer.model, "is_activation_checkpointing", None)
-    if checkpointing is None:  # transformers < 5.24
-        checkpointing = getattr(trainer.model, "is_gradient_checkpointing", False)
-    if checkpointing or trainer.model.dtype != torch.float32:
-        raise RuntimeError("TRL's model runs with gradient checkpointing or not in fp32; the comparison needs neither")
+    if trainer.model.dtype != torch.float32:
+        raise RuntimeError("TRL's model does not run in fp32; the comparison needs it")
     return trainer
+
+
+def check_trl_checkpointing(model, wanted: bool) -> None:
+    """TRL's model checkpoints its layers exactly when ours does (the Trainer turns it on in `train()`)."""
+    checkpointing = getattr(model, "is_activation_checkpointing", None)
+    if checkpointing is None:  # transformers < 5.24
+        checkpointing = getattr(model, "is_gradient_checkpointing", False)
+    if bool(checkpointing) != wanted:
+        raise RuntimeError(f"TRL's model runs with gradient checkpointing {bool(checkpointing)}, ours with {wanted}")
 
 
 def run(model_dir: Path, cfg: TrainConfig, warmup: int, pairs: int, steps: int, score_pass: bool):
@@ -193,7 +249,7 @@ def run(model_dir: Path, cfg: TrainConfig, warmup: int, pairs: int, steps: int, 
     ours, trl_side = Side("agentbench-af"), Side("TRL")
     our_step = OurStep(model_dir, cfg, seeds, score_pass)
     total = warmup + pairs * steps
-    timing = {"gen": 0.0, "reward": 0.0, "tokens": 0}
+    timing: dict[str, float] = {"gen": 0.0, "reward": 0.0, "tokens": 0}
 
     class Alternate(TrainerCallback):
         """Our step before TRL's on even steps, after it on odd ones (ours, TRL, TRL, ours, ...)."""
@@ -205,14 +261,19 @@ def run(model_dir: Path, cfg: TrainConfig, warmup: int, pairs: int, steps: int, 
             ours.add(our_step(), warm=self.index < warmup)
 
         def on_step_begin(self, args, state, control, **kwargs):
+            if self.index == 0:
+                check_trl_checkpointing(kwargs["model"], cfg.model.gradient_checkpointing)
             if self.index % 2 == 0:
                 self._ours()
-            timing.update(gen=0.0, reward=0.0, tokens=0)
+            timing.update(gen=0.0, reward=0.0, tokens=0, start_mb=rss_mb(), gen_mb=0.0, rest_mb=0.0)
+            new_peak_window()
             self.t0 = time.perf_counter()
 
         def on_step_end(self, args, state, control, **kwargs):
             seconds = time.perf_counter() - self.t0
-            trl_side.add(StepTime(seconds, timing["gen"], timing["reward"], timing["tokens"]), warm=self.index < warmup)
+            rest = max(timing["rest_mb"], peak_mb())
+            trl_side.add(StepTime(seconds, timing["gen"], timing["reward"], timing["tokens"], timing["start_mb"],
+                                  timing["gen_mb"], rest), warm=self.index < warmup)
             if self.index % 2 == 1:
                 self._ours()
             self.index += 1
@@ -227,9 +288,13 @@ def run(model_dir: Path, cfg: TrainConfig, warmup: int, pairs: int, steps: int, 
         generate, rewards = trainer._generate_single_turn, trainer._calculate_rewards
 
         def timed_generate(*args, **kwargs):
+            timing["rest_mb"] = max(timing["rest_mb"], peak_mb())
+            new_peak_window()
             t0 = time.perf_counter()
             completion_ids, logprobs = generate(*args, **kwargs)
             timing["gen"] += time.perf_counter() - t0
+            timing["gen_mb"] = max(timing["gen_mb"], peak_mb())
+            new_peak_window()
             timing["tokens"] += sum(len(c) for c in completion_ids)
             return completion_ids, logprobs
 
@@ -243,7 +308,17 @@ def run(model_dir: Path, cfg: TrainConfig, warmup: int, pairs: int, steps: int, 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             trainer.train()
-    return ours, trl_side, our_step.shortcut, len(trl_ids[0]) if trl_ids else 0
+    return ours, trl_side, our_step.on_policy, len(trl_ids[0]) if trl_ids else 0
+
+
+def run_ours(model_dir: Path, cfg: TrainConfig, warmup: int, steps: int, score_pass: bool):
+    """Our steps alone (no TRL trainer in the process): `warmup` untimed, then `steps` timed."""
+    seeds, _ = prompt_rows(cfg)
+    ours = Side("agentbench-af")
+    our_step = OurStep(model_dir, cfg, seeds, score_pass)
+    for index in range(warmup + steps):
+        ours.add(our_step(), warm=index < warmup)
+    return ours, None, our_step.on_policy, 0
 
 
 def versions() -> dict[str, str]:
@@ -265,50 +340,74 @@ def main(
     steps: int = typer.Option(9, help="Timed steps per side in each round."),
     score_pass: bool = typer.Option(False, "--score-pass", help="Ours: force the separate scoring pass."),
     threads: int = typer.Option(1, help="torch threads (both sides run in this process)."),
+    with_trl: bool = typer.Option(True, "--trl/--no-trl", help="--no-trl: our steps alone."),
+    turns: int = typer.Option(1, help="Turns per episode at most (> 1: multi-turn, needs --no-trl)."),
+    gradient_checkpointing: bool = typer.Option(False, "--gradient-checkpointing", help="Ours: model.gradient_checkpointing."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
+    if turns < 1 or (turns > 1 and with_trl):
+        raise typer.BadParameter("--turns must be >= 1, and a multi-turn step (--turns > 1) runs ours alone: add --no-trl")
     torch.set_num_threads(threads)
-    cfg = step_config(env_id, model, method, prompts, group, max_new_tokens, lr)
+    torch.manual_seed(0)  # the same rollouts from the same code and model (TRL reseeds with its own seed 0)
+    load_start = os.getloadavg()
+    cfg = step_config(env_id, model, method, prompts, group, max_new_tokens, lr, turns, gradient_checkpointing)
+
+    def measure(model_dir: Path):
+        if with_trl:
+            return run(model_dir, cfg, warmup, pairs, steps, score_pass)
+        return run_ours(model_dir, cfg, warmup, pairs * steps, score_pass)
+
     if model in PACKAGED_MODELS:  # a pretrained instruct model (smollm2-135m): its converted folder, no SFT
-        ours, trl_side, shortcut, _ = run(packaged_model_dir(model), cfg, warmup, pairs, steps, score_pass)
+        ours, trl_side, shortcut, _ = measure(packaged_model_dir(model))
     else:
         with tempfile.TemporaryDirectory() as tmp:
             policy = warm_policy(env_id, model, sft_steps)
             model_dir = policy.save(Path(tmp) / "warm")
             del policy
-            ours, trl_side, shortcut, _ = run(model_dir, cfg, warmup, pairs, steps, score_pass)
+            ours, trl_side, shortcut, _ = measure(model_dir)
+    sides = [ours] if trl_side is None else [ours, trl_side]
+    keys = ("seconds", "generation_s", "reward_s", "update_s", "generated_tokens", "rss_start_mb", "peak_generation_mb",
+            "peak_update_mb")
     n = len(ours.timed)
-    pair_ratios = [t.seconds / o.seconds for o, t in zip(ours.timed, trl_side.timed, strict=True)]
-    rounds = [statistics.median(pair_ratios[r * steps:(r + 1) * steps]) for r in range(pairs)]
     summary = {
-        "env": env_id, "model": model, "method": method, "prompts": prompts, "group": group,
-        "max_new_tokens": max_new_tokens, "threads": threads, "shortcut": shortcut, "timed_steps": n,
+        "env": env_id, "turns": turns, "model": model, "method": method, "prompts": prompts, "group": group,
+        "max_new_tokens": max_new_tokens, "threads": threads, "gradient_checkpointing": gradient_checkpointing,
+        "shortcut": shortcut, "timed_steps": n,
         "commit": git_commit(), "versions": versions(), "machine": platform.processor() or platform.machine(),
-        "cpus": os.cpu_count(), "load_average": os.getloadavg(),
-        "median": {side.name: {k: side.median(k) for k in ("seconds", "generation_s", "reward_s", "update_s",
-                                                             "generated_tokens")} for side in (ours, trl_side)},
-        "trl_over_ours": {"medians": trl_side.median("seconds") / ours.median("seconds"),
-                          "pairs_median": statistics.median(pair_ratios), "rounds": rounds},
-        "steps": {side.name: [asdict(s) for s in side.timed] for side in (ours, trl_side)},
+        "cpus": os.cpu_count(), "load_average_start": load_start, "load_average": os.getloadavg(),
+        "median": {side.name: {k: side.median(k) for k in keys} for side in sides},
+        "steps": {side.name: [asdict(s) for s in side.timed] for side in sides},
     }
+    pair_ratios: list[float] = []
+    rounds: list[float] = []
+    if trl_side is not None:
+        pair_ratios = [t.seconds / o.seconds for o, t in zip(ours.timed, trl_side.timed, strict=True)]
+        rounds = [statistics.median(pair_ratios[r * steps:(r + 1) * steps]) for r in range(pairs)]
+        summary["trl_over_ours"] = {"medians": trl_side.median("seconds") / ours.median("seconds"),
+                                    "pairs_median": statistics.median(pair_ratios), "rounds": rounds}
     if as_json:
         typer.echo(json.dumps(summary, indent=2))
         return
     prompts_total = prompts * group
     rows = []
-    for side in (ours, trl_side):
+    for side in sides:
         gen, tokens = side.median("generation_s"), side.median("generated_tokens")
         rows.append([side.name, f"{side.median('seconds'):.3f}", f"{gen:.3f}", f"{tokens / gen:,.0f}",
                      f"{side.median('reward_s'):.3f}", f"{side.median('update_s'):.3f}",
-                     f"{tokens / prompts_total:.1f}"])
-    typer.echo(f"{env_id} one turn, {model}, {prompts} prompts x {group} rollouts, {max_new_tokens} new tokens, fp32, "
-               f"torch threads {threads}; ours: {method}, {'on-policy shortcut' if shortcut else 'scoring pass'}; "
-               f"{n} timed steps each (medians), load average {summary['load_average'][0]:.1f}")
+                     f"{tokens / prompts_total:.1f}", f"{side.median('rss_start_mb'):,.0f}",
+                     f"{side.median('peak_generation_mb'):,.0f}", f"{side.median('peak_update_mb'):,.0f}"])
+    typer.echo(f"{env_id} {turns} turn(s) at most, {model}, {prompts} prompts x {group} rollouts, {max_new_tokens} new "
+               f"tokens, fp32, torch threads {threads}; ours: {method}, "
+               f"{'on-policy shortcut' if shortcut else 'scoring pass'}"
+               f"{', gradient checkpointing' if gradient_checkpointing else ''}; {n} timed steps each (medians), "
+               f"load average {load_start[0]:.1f} at the start, {summary['load_average'][0]:.1f} at the end")
     typer.echo(tabulate(rows, headers=["one GRPO step", "s / step", "generation s", "gen tokens/s", "reward s",
-                                       "scoring + update s", "mean completion"]))
-    ratio = summary["trl_over_ours"]
-    typer.echo(f"TRL / ours: {ratio['medians']:.3f} (medians), {ratio['pairs_median']:.3f} (median of {n} adjacent "
-               f"pairs), rounds {', '.join(f'{r:.3f}' for r in rounds)}")
+                                       "scoring + update s", "mean completion", "RSS at start MiB",
+                                       "peak gen MiB", "peak update MiB"]))
+    if trl_side is not None:
+        ratio = summary["trl_over_ours"]
+        typer.echo(f"TRL / ours: {ratio['medians']:.3f} (medians), {ratio['pairs_median']:.3f} (median of {n} "
+                   f"adjacent pairs), rounds {', '.join(f'{r:.3f}' for r in rounds)}")
     typer.echo(f"commit {summary['commit']}; " + ", ".join(f"{k} {v}" for k, v in summary["versions"].items()))
 
 

@@ -10,6 +10,16 @@ With `response_mask`, the logits are computed only at the positions that predict
 some row (the model's `logits_to_keep`, where it has one): a single-turn batch is mostly prompt, and
 the (B, T, V) logits, log-softmax and entropy at prompt positions were a quarter of the update's forward
 and backward (docs/benchmarks.md). Log-probs and entropies are then 0 at the other positions.
+When those (B, K, V) fp32 logits would take more than `LOGITS_BYTES` (a large vocabulary: SmolLM2's
+49,152 entries), the model's decoder gives the last hidden states instead, only the N hidden states
+that predict a generated token are kept, and `models.chunked_logprobs` projects them `CHUNK_BYTES`
+of logits at a time (recomputed in the backward pass): memory proportional to the generated tokens,
+and log-probs and entropies exactly 0 at every other position. Below that size the one-tensor
+computation runs as before, bit for bit (no tiny-family batch of the CPU presets reaches it: 64 rows
+x 2,047 columns x 512 entries is just under it).
+The chunked path needs an unwrapped transformers model (a DDP or FSDP2 wrapper runs the one tensor).
+Under activation checkpointing (`model.gradient_checkpointing`) the shared-prefix forward is skipped
+while gradients are recorded: transformers drops the KV cache inside a recomputed layer.
 Left out: importance-sampling corrections for that mismatch (the loss uses the trainer's log-probs).
 """
 
@@ -21,8 +31,15 @@ from dataclasses import replace
 import torch
 from torch import nn
 
-from agentbench_af.models.shared_prefix import shared_prefix_logits
+from agentbench_af.models.checkpointing import is_checkpointing
+from agentbench_af.models.chunked_logprobs import chunked_token_stats, logit_stats
+from agentbench_af.models.shared_prefix import shared_prefix_hidden, shared_prefix_logits
 from agentbench_af.rollout.batch import RolloutBatch
+
+#: the largest (B, K, V) fp32 logits tensor computed in one piece; above it, the chunked path
+LOGITS_BYTES = 256 * 2**20
+#: the fp32 logits of one chunk of the chunked path (SmolLM2: 341 tokens)
+CHUNK_BYTES = 64 * 2**20
 
 
 def token_stats(
@@ -43,8 +60,12 @@ def token_stats(
     mask = attention_mask.long()
     position_ids = (mask.cumsum(-1) - 1).clamp(min=0)  # (B, T); right padding keeps positions 0..n-1
     cols = _logit_columns(lm, response_mask)  # (K,) or None: every position
+    share = value_head is None and not recomputes(lm)
+    if cols is not None and response_mask is not None and _chunked(lm, input_ids.shape[0], cols.numel()):
+        return _chunked_stats(lm, input_ids, mask, position_ids, cols, response_mask, temperature, value_head,
+                              with_entropy, detach_value_input, entropy_grad, share)
     shared = None
-    if cols is not None and response_mask is not None and value_head is None and cols.numel():
+    if cols is not None and response_mask is not None and share and cols.numel():
         shared = shared_prefix_logits(lm, input_ids, mask, position_ids, cols, response_mask)  # (B, K, V) or None
     if shared is not None:
         out = None
@@ -60,26 +81,84 @@ def token_stats(
         )
         logits = (out.logits[:, :-1] if cols is None else out.logits).float()  # (B, T-1 or K, V)
     targets = input_ids[:, 1:] if cols is None else input_ids[:, cols + 1]  # (B, T-1 or K)
-    if temperature > 0 and temperature != 1.0:
-        logits = logits / temperature
-    logp_all = torch.log_softmax(logits, dim=-1)  # (B, K, V)
-    chosen = logp_all.gather(-1, targets.unsqueeze(-1)).squeeze(-1)  # (B, K)
+    chosen, ent = logit_stats(logits, targets, temperature, with_entropy, entropy_grad)  # (B, K) each
     logprobs = _place(chosen, cols, input_ids.shape[1])  # (B, T)
-    entropy = None
-    if with_entropy:
-        with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
-            ent = -(logp_all.exp() * logp_all).sum(-1)  # (B, K)
-        entropy = _place(ent, cols, input_ids.shape[1])  # (B, T)
+    entropy = None if ent is None else _place(ent, cols, input_ids.shape[1])  # (B, T)
     values = None
     if value_head is not None:
         assert out is not None  # a value head turns the shared-prefix path off
-        hidden = out.hidden_states[-1]  # (B, T, H)
-        if detach_value_input:
-            hidden = hidden.detach()
-        # the value of generating token t is read at the position that predicts it (t - 1)
-        v = value_head(hidden[:, :-1].float()).squeeze(-1)  # (B, T-1)
-        values = torch.nn.functional.pad(v, (1, 0))  # (B, T)
+        values = _values(value_head, out.hidden_states[-1], detach_value_input)  # (B, T)
     return logprobs, entropy, values
+
+
+def _values(value_head: nn.Module, hidden: torch.Tensor, detach: bool) -> torch.Tensor:
+    """(B, T) values from the last hidden states (B, T, H): the value of generating token t is read at the
+    position that predicts it (t - 1); position 0 holds 0."""
+    if detach:
+        hidden = hidden.detach()
+    v = value_head(hidden[:, :-1].float()).squeeze(-1)  # (B, T-1)
+    return torch.nn.functional.pad(v, (1, 0))  # (B, T)
+
+
+def recomputes(lm: nn.Module) -> bool:
+    """Whether a forward of `lm` now runs under activation checkpointing (transformers' flag is set on some
+    layer, the model is in training mode and gradients are recorded)."""
+    return lm.training and torch.is_grad_enabled() and is_checkpointing(lm)
+
+
+def _chunked(lm: nn.Module, rows: int, columns: int) -> bool:
+    """Whether `token_stats` takes the chunked path: an unwrapped transformers causal LM whose (rows,
+    columns, V) fp32 logits would exceed `LOGITS_BYTES`."""
+    from transformers import PreTrainedModel
+
+    if not isinstance(lm, PreTrainedModel) or _is_fsdp(lm):
+        return False
+    head = lm.get_output_embeddings()
+    weight = getattr(head, "weight", None)
+    return weight is not None and rows * columns * int(weight.shape[0]) * 4 > LOGITS_BYTES
+
+
+def _is_fsdp(lm: nn.Module) -> bool:
+    try:
+        from torch.distributed.fsdp import FSDPModule
+    except ImportError:  # a torch built without distributed
+        return False
+    return isinstance(lm, FSDPModule)
+
+
+def _chunked_stats(lm: nn.Module, input_ids: torch.Tensor, mask: torch.Tensor, position_ids: torch.Tensor,
+                   cols: torch.Tensor, response_mask: torch.Tensor, temperature: float, value_head: nn.Module | None,
+                   with_entropy: bool, detach_value_input: bool, entropy_grad: bool,
+                   share: bool) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+    """`token_stats` from the N hidden states that predict a generated token, projected in chunks."""
+    predicts = response_mask[:, 1:].bool()  # (B, T-1): position t predicts generated token t + 1
+    hidden = None
+    picked = None
+    if share:
+        at_cols = shared_prefix_hidden(lm, input_ids, mask, position_ids, cols, response_mask)  # (B, K, H) or None
+        if at_cols is not None:
+            picked = at_cols[predicts[:, cols]]  # (N, H), row-major like predicts
+    if picked is None:
+        decoder = lm.get_decoder()  # type: ignore[operator]  # a transformers PreTrainedModel (`_chunked`)
+        hidden = decoder(input_ids=input_ids, attention_mask=mask, position_ids=position_ids,
+                         use_cache=False).last_hidden_state  # (B, T, H)
+        picked = hidden[:, :-1][predicts]  # (N, H)
+    head = lm.get_output_embeddings()  # type: ignore[operator]
+    chunk = max(1, CHUNK_BYTES // (4 * int(head.weight.shape[0])))
+    chosen, ent = chunked_token_stats(picked, head, input_ids[:, 1:][predicts], temperature, with_entropy,
+                                      entropy_grad, chunk)  # (N,) each
+    values = None
+    if value_head is not None:
+        assert hidden is not None  # a value head turns the shared-prefix path off
+        values = _values(value_head, hidden, detach_value_input)  # (B, T)
+    return (_scatter(chosen, predicts), None if ent is None else _scatter(ent, predicts), values)
+
+
+def _scatter(values: torch.Tensor, predicts: torch.Tensor) -> torch.Tensor:
+    """(N,) values of the positions set in `predicts` (B, T-1), row-major -> (B, T) at the predicted
+    tokens (one column later), 0 elsewhere."""
+    out = values.new_zeros(predicts.shape).masked_scatter(predicts, values)  # (B, T-1)
+    return torch.nn.functional.pad(out, (1, 0))  # (B, T)
 
 
 def _logit_columns(lm: nn.Module, response_mask: torch.Tensor | None) -> torch.Tensor | None:

@@ -6,9 +6,12 @@ distinct prefixes (the first L columns, L = the earliest generated position of t
 the KV cache, gathers that cache back to every row (gradients flow back through the gather), and runs
 the remaining columns of all rows on top of it. The logits equal a full forward's up to float
 rounding; the gradients reach the prompt's keys and values through every row that attends to them.
+`shared_prefix_hidden` does the same with the model's decoder (`get_decoder()`) and returns the last
+hidden states instead of logits, for `models.chunked_logprobs`.
 Left out: models whose cache is not a transformers `DynamicCache` with per-layer `keys`/`values` (and
 models without `logits_to_keep`): the caller then runs the plain forward. With dropout, the rows of a
-group share the prompt's dropout mask.
+group share the prompt's dropout mask. Under activation checkpointing transformers drops the cache of
+a layer it recomputes, so the caller must not use this then (`models.forward` checks).
 """
 
 from __future__ import annotations
@@ -40,16 +43,32 @@ def shared_prefix_logits(lm: nn.Module, input_ids: torch.Tensor, attention_mask:
                          response_mask: torch.Tensor) -> torch.Tensor | None:
     """(B, K, V) logits at positions `cols` (sorted; the logits predicting each generated token), or
     None when the batch has no shared prefix or the model's cache cannot be gathered by rows."""
+    return _shared_prefix(lm, input_ids, attention_mask, position_ids, cols, response_mask, hidden=False)
+
+
+def shared_prefix_hidden(lm: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                         position_ids: torch.Tensor, cols: torch.Tensor,
+                         response_mask: torch.Tensor) -> torch.Tensor | None:
+    """(B, K, H) last hidden states (after the final norm) of `lm.get_decoder()` at positions `cols`, or
+    None as for `shared_prefix_logits`."""
+    return _shared_prefix(lm, input_ids, attention_mask, position_ids, cols, response_mask, hidden=True)
+
+
+def _shared_prefix(lm: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor, position_ids: torch.Tensor,
+                   cols: torch.Tensor, response_mask: torch.Tensor, hidden: bool) -> torch.Tensor | None:
+    """Logits (B, K, V) of `lm`, or with `hidden` last hidden states (B, K, H) of its decoder, at `cols`."""
     found = shared_prefix_length(input_ids, attention_mask, response_mask)
     if found is None:
         return None
     length, prefixes, inverse = found
     if int(cols[0]) != length - 1:  # the first kept logit is the prefix's last position
         return None
+    model = lm.get_decoder() if hidden else lm  # type: ignore[operator]  # a transformers causal LM
     n = prefixes.shape[0]
     positions = torch.arange(length, device=input_ids.device).expand(n, length)  # (U, L): no padding before L
-    head = lm(input_ids=prefixes, attention_mask=torch.ones_like(prefixes), position_ids=positions, use_cache=True,
-              logits_to_keep=1)
+    rest = cols[1:] - length  # (K-1,) positions in the continuation
+    head = model(input_ids=prefixes, attention_mask=torch.ones_like(prefixes), position_ids=positions, use_cache=True,
+                 **({} if hidden else {"logits_to_keep": 1}))
     cache = returned_cache(head)
     layers = getattr(cache, "layers", None)
     if not layers or not all(hasattr(layer, "keys") and hasattr(layer, "values") for layer in layers):
@@ -57,7 +76,10 @@ def shared_prefix_logits(lm: nn.Module, input_ids: torch.Tensor, attention_mask:
     for layer in layers:
         layer.keys = layer.keys[inverse]  # (B, heads, L, D)
         layer.values = layer.values[inverse]
-    rest = cols[1:] - length  # (K-1,) positions in the continuation
-    tail = lm(input_ids=input_ids[:, length:], attention_mask=attention_mask.long(), position_ids=position_ids[:, length:],
-              **cache_kwargs(lm, cache), use_cache=True, logits_to_keep=rest)
+    tail = model(input_ids=input_ids[:, length:], attention_mask=attention_mask.long(),
+                 position_ids=position_ids[:, length:], **cache_kwargs(model, cache), use_cache=True,
+                 **({} if hidden else {"logits_to_keep": rest}))
+    if hidden:
+        last = head.last_hidden_state[:, -1:]  # (U, 1, H)
+        return torch.cat([last[inverse], tail.last_hidden_state[:, rest]], dim=1)  # (B, K, H)
     return torch.cat([head.logits[inverse], tail.logits], dim=1)  # (B, K, V)

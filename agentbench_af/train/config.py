@@ -124,6 +124,10 @@ class ModelConfig:
     tokenizer_episodes: int = 300
     #: auto: bf16 on GPU, fp32 on CPU
     dtype: Literal["auto", "float32", "bfloat16"] = "auto"
+    #: recompute each decoder layer in the backward pass instead of keeping its activations (transformers'
+    #: activation checkpointing; less memory, about one more forward of time, and no shared-prompt forward
+    #: in the update: models/checkpointing.py)
+    gradient_checkpointing: bool = False
 
     def __post_init__(self) -> None:
         check_choices(self, "model")

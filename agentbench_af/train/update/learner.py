@@ -17,6 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from agentbench_af.models.checkpointing import enable_checkpointing
 from agentbench_af.models.policy import Policy
 from agentbench_af.models.value import ValueHead
 from agentbench_af.train.config import TrainConfig
@@ -52,6 +53,8 @@ class Learner:
 
 def build_learner(cfg: TrainConfig, warm_dir: Path, device: torch.device, ranks: Ranks = SINGLE) -> Learner:
     policy = Policy.load(warm_dir, device)
+    if cfg.model.gradient_checkpointing:
+        enable_checkpointing(policy.lm)
     separate = cfg.needs_value_head and cfg.rl.critic == "separate"
     value_head = policy.ensure_value_head() if cfg.needs_value_head and not separate else None
     critic = SeparateCritic(policy.lm) if separate else None  # type: ignore[arg-type]  # copied from the warm start

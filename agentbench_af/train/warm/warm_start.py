@@ -25,6 +25,7 @@ from tqdm.auto import tqdm
 
 from agentbench_af.config import ConfigError, from_dict, to_dict
 from agentbench_af.io import atomic_dir, atomic_write_text
+from agentbench_af.models.checkpointing import enable_checkpointing
 from agentbench_af.models.policy import Policy, build_policy
 from agentbench_af.train.config import TrainConfig
 from agentbench_af.train.warm.sft import sft_warm_start
@@ -36,8 +37,10 @@ RECORD_FILE = "warm_start.yaml"
 
 def warm_start_settings(cfg: TrainConfig) -> dict[str, Any]:
     """Everything that decides the warm start `cfg` builds, as plain data (not `credit.format_role`: SFT
-    trains on every generated token whatever its role)."""
+    trains on every generated token whatever its role; not `model.gradient_checkpointing`: it changes
+    the SFT's memory, not its gradients)."""
     data = {k: v for k, v in to_dict(cfg).items() if k in WARM_START_FIELDS}
+    data["model"] = {k: v for k, v in data["model"].items() if k != "gradient_checkpointing"}
     return {**data, "seed": cfg.warm_start_seed}
 
 
@@ -91,6 +94,8 @@ def _build(cfg: TrainConfig, out_dir: Path, device: torch.device, show_progress:
         policy = build_policy(cfg.model.name, [cfg.env.id], cfg.model.vocab_size, cfg.model.tokenizer_episodes,
                               cfg.warm_start_seed, env_kwargs={cfg.env.id: cfg.env.overrides})
     policy.lm.to(device)
+    if cfg.model.gradient_checkpointing:
+        enable_checkpointing(policy.lm)
     bar = tqdm(total=cfg.sft.steps, desc=f"warm start {cfg.env.id}", disable=not show_progress, leave=False)
 
     def show(step: int, loss: float) -> None:
