@@ -28,7 +28,8 @@ INTEGER_COLUMNS = ("eval_episodes", "rl_steps", "group_size", "prompts_per_step"
 
 
 def records_frame(paths: Iterable[str | Path]) -> pd.DataFrame:
-    """One row per record: env, model, method, seed, config hash, success, status, protocol fields."""
+    """One row per record: env, model, method, seed, config hash, success, status, protocol fields, and the
+    RL learning rate (`rl_lr`, from the record's config)."""
     rows = []
     for path in find_records(paths):
         r = RunRecord.load(path)
@@ -56,6 +57,7 @@ def records_frame(paths: Iterable[str | Path]) -> pd.DataFrame:
                 "prompts_per_step": r.protocol.get("prompts_per_step"),
                 "catalogue": r.protocol.get("catalogue"),
                 "sft_steps": (r.config.get("sft") or {}).get("steps"),
+                "rl_lr": (r.config.get("rl") or {}).get("lr"),  # None where the record's config lacks it
                 "max_turns": r.protocol.get("max_turns"),
                 "context_mode": r.protocol.get("context_mode"),
                 "bottleneck": r.bottleneck,
@@ -64,7 +66,7 @@ def records_frame(paths: Iterable[str | Path]) -> pd.DataFrame:
     columns = ["path", "env", "model", "model_params", "method", "seed", "config_hash", "final_success",
                "warm_start_success", "final_greedy", "warm_start_greedy", "status", "git_commit", "error",
                "wall_time_s", "eval_episodes", "eval_temperature", "rl_steps", "group_size", "prompts_per_step",
-               "catalogue", "sft_steps", "max_turns", "context_mode", "bottleneck"]
+               "catalogue", "sft_steps", "rl_lr", "max_turns", "context_mode", "bottleneck"]
     frame = pd.DataFrame(rows, columns=columns)
     # nullable integers: a column with gaps (older records lack a field) stays integer, not 5.0
     return frame.astype({c: "Int64" for c in INTEGER_COLUMNS})

@@ -5,7 +5,9 @@ reweighting vs its base method (e.g. `grpo+actfocus vs grpo`): the paired gain a
 (mean ± paired SE in points, n pairs, seeds won/lost, sign-test p) followed by the verdict of the
 confirmatory rule (**better** / **worse** where p < SIGN_TEST_ALPHA in the mean's direction, else n.d.).
 Generated from a `results.table.SuccessTable` only, read through `GainsSource` (the three frames it
-needs), so this module sits below `results.table`, which writes `gains.md` with it. Left out: each
+needs, and the table's learning-rate notes, listed under the grid after "Learning rates differ:" so that a
+copy of the grid's lines is followed by its warning in the file), so this module sits below
+`results.table`, which writes `gains.md` with it. Left out: each
 method's own success (`table.md`) and the diagnostic (`bottleneck.md`).
 """
 
@@ -22,7 +24,8 @@ MEASURES = {"final_success": "sampled", "final_greedy": "greedy"}  # gains.csv m
 
 
 class GainsSource(Protocol):
-    """What this module reads of a `SuccessTable`: its gains, warm-start and per-cell statistics frames."""
+    """What this module reads of a `SuccessTable`: its gains, warm-start and per-cell statistics frames, and
+    the notes on gain rows whose methods ran at different learning rates."""
 
     @property
     def gains(self) -> pd.DataFrame: ...
@@ -32,6 +35,9 @@ class GainsSource(Protocol):
 
     @property
     def stats(self) -> pd.DataFrame: ...
+
+    @property
+    def rate_notes(self) -> list[str]: ...
 
 
 def _verdict_mark(verdict: str) -> str:
@@ -68,4 +74,5 @@ def to_markdown(table: GainsSource) -> str:
         "its base's (both branch from the seed's warm start), mean ± paired SE (n pairs, seeds won/lost, "
         f"two-sided sign-test p), then the verdict: **better** / **worse** where p < {SIGN_TEST_ALPHA} in the "
         "mean's direction, n.d. (not distinguished) otherwise.", "",
-        grid.to_markdown(index=False)]) + "\n"
+        grid.to_markdown(index=False),
+        *(["", "Learning rates differ:", *(f"- {n}" for n in table.rate_notes)] if table.rate_notes else [])]) + "\n"

@@ -8,9 +8,10 @@ differ in anything but the seed) become separate rows labelled with their hash. 
 listed in the notes, never averaged. SE is the sample standard deviation / sqrt(n) (blank for n = 1).
 Gain rows are paired: per seed (the methods of a seed share one warm start) the method's success minus
 its base's, then the mean, its SE (sd of the differences / sqrt(n)), wins and losses (ties: |d| < 1e-9)
-and the two-sided sign test's p (`results.paired`); `gains.csv` holds them in long form with a `verdict`
-per comparison (the confirmatory presets' rule: "better" or "worse" where p < 0.05 in that direction,
-else "not distinguished"), and `gains.md` shows them on one screen (`results.gains_table`).
+and the two-sided sign test's p (`results.paired`); a gain row whose two methods ran at different
+learning rates (`rl.lr`) gets a note, in table.md and under gains.md's table (`results.rate_notes`).
+`gains.csv` holds them in long form with a `verdict` per comparison (the confirmatory presets' rule:
+"better" or "worse" where p < 0.05 in that direction, else "not distinguished"), and `gains.md` shows them on one screen (`results.gains_table`).
 Records made with `eval.also_greedy` add a `<env> greedy` column of greedy success.
 Left out: corrections for multiple comparisons (the table shows every cell; readers weigh them).
 """
@@ -18,13 +19,14 @@ Left out: corrections for multiple comparisons (the table shows every cell; read
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
 from agentbench_af.results import gains_table
 from agentbench_af.results.paired import paired_gain
+from agentbench_af.results.rate_notes import rate_notes
 from agentbench_af.results.table_files import write_table_files
 from agentbench_af.results.table_text import gain_text, method_sort_key, percent_cell
 
@@ -54,6 +56,7 @@ class SuccessTable:
     notes: list[str]
     gains: pd.DataFrame  # long form of the paired gain rows (gain_columns())
     warm: pd.DataFrame  # long form of the warm-start rows: env, model, metric (final_*), mean, se, n
+    rate_notes: list[str] = field(default_factory=list)  # gain rows over different rl.lr (also in notes)
 
 
 def cell_stats(values: pd.Series) -> tuple[float, float, int]:
@@ -131,9 +134,12 @@ def build_table(df: pd.DataFrame) -> SuccessTable:
         if column in grid.columns:
             grid.loc[label, column] = text
     grid.index.name = "model / method"
-    return SuccessTable(stats=stats.reset_index(drop=True), grid=grid, protocol=_protocol_lines(ok), notes=notes,
-                        gains=pd.DataFrame(gain_long, columns=gain_columns()),
-                        warm=pd.DataFrame(warm_long, columns=["env", "model", "metric", "mean", "se", "n"]))
+    gains_long = pd.DataFrame(gain_long, columns=gain_columns())
+    rates = rate_notes(ok, gains_long)
+    return SuccessTable(stats=stats.reset_index(drop=True), grid=grid, protocol=_protocol_lines(ok),
+                        notes=notes + rates, gains=gains_long,
+                        warm=pd.DataFrame(warm_long, columns=["env", "model", "metric", "mean", "se", "n"]),
+                        rate_notes=rates)
 
 
 def _cell_columns(part: pd.DataFrame, m: Metric) -> dict[str, float | int]:
