@@ -26,6 +26,7 @@ the vLLM engine under torchrun (one vLLM engine per rank is untested, so the loo
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -80,6 +81,27 @@ def train(cfg: TrainConfig, resume: bool = False, show_progress: bool = True, ov
         dp.stop(ranks)
 
 
+def snapshot(batch: RolloutBatch, step: int, lm: torch.nn.Module, cfg: TrainConfig, device: torch.device):
+    """The diagnostic of a scored batch at the policy `lm` (headline gradients included)."""
+    return bottleneck_snapshot(batch, step, lm=lm, temperature=cfg.rollout.temperature, device=device,
+                               format_role=cfg.credit.format_role, settings=to_dict(cfg.diagnostic))
+
+
+def step_trajectories(play: Callable[[list[int]], list], env, cfg: TrainConfig, step: int,
+                      ranks: dp.Ranks) -> tuple[list, DynamicCollection | None]:
+    """This rank's trajectories of step `step` (its seeds drawn from the run seed and the step; `play` plays a
+    list of seeds) and, under `rollout.dynamic_sampling`, how they were drawn (else None). Refills come from a
+    disjoint slice per rank of one order of the step's other seeds."""
+    seeds = draw_train_seeds(env, cfg.rl.prompts_per_step, np.random.default_rng(step_seed(cfg.run.seed, step, 2)))
+    if not cfg.rollout.dynamic_sampling:
+        return play(dp.share(seeds, ranks)), None
+    limit = (cfg.rollout.dynamic_sampling_max_rounds - 1) * cfg.rl.prompts_per_step
+    refills = refill_seeds(env, seeds, limit, np.random.default_rng(step_seed(cfg.run.seed, step, 4)),
+                           ranks.rank, ranks.world_size)
+    drawn = collect_dynamic(play, dp.share(seeds, ranks), refills, cfg.rollout.dynamic_sampling_max_rounds)
+    return drawn.trajs, drawn
+
+
 def _train(cfg: TrainConfig, run: RunFolder | FollowerFolder, ranks: dp.Ranks, device: torch.device,
            autocast: torch.dtype | None, show_progress: bool) -> RunRecord:
     # the other ranks wait for rank 0's warm start (built, reused or branched from)
@@ -102,29 +124,15 @@ def _train(cfg: TrainConfig, run: RunFolder | FollowerFolder, ranks: dp.Ranks, d
         """This rank's rollouts of step `step` (seeded by run seed, step and rank), before scoring, and how
         dynamic sampling drew them (None when it is off)."""
         torch.manual_seed(dp.rank_seed(step_seed(cfg.run.seed, step, 0), ranks))
-        seeds = draw_train_seeds(env, cfg.rl.prompts_per_step, np.random.default_rng(step_seed(cfg.run.seed, step, 2)))
-        drawn = None
-        if not cfg.rollout.dynamic_sampling:
-            trajs = play(dp.share(seeds, ranks))
-        else:  # refills: a disjoint slice per rank of one order of the step's other seeds
-            limit = (cfg.rollout.dynamic_sampling_max_rounds - 1) * cfg.rl.prompts_per_step
-            refills = refill_seeds(env, seeds, limit, np.random.default_rng(step_seed(cfg.run.seed, step, 4)),
-                                   ranks.rank, ranks.world_size)
-            drawn = collect_dynamic(play, dp.share(seeds, ranks), refills, cfg.rollout.dynamic_sampling_max_rounds)
-            trajs = drawn.trajs
+        trajs, drawn = step_trajectories(play, env, cfg, step, ranks)
         batch = trajectories_to_batch(trajs, cfg.rollout.context_mode, policy.pad_token_id)
         return credit_view(batch, cfg.credit), trajs, drawn  # roles as credit counts them
-
-    def snapshot(batch: RolloutBatch, step: int):
-        """The diagnostic of a scored batch at the current policy (headline gradients included)."""
-        return bottleneck_snapshot(batch, step, lm=policy.lm, temperature=cfg.rollout.temperature, device=device,
-                                   format_role=cfg.credit.format_role, settings=to_dict(cfg.diagnostic))
 
     def note_warm_start(batch: RolloutBatch) -> None:
         """The scored warm-start batch's diagnostic (step 0, before the update, which rescores it identically)."""
         whole = gather_batch(score(learner, batch, cfg, device), ranks, policy.pad_token_id)
         if whole is not None:
-            progress.bottleneck_warm_start = snapshot(whole, 0).to_dict()
+            progress.bottleneck_warm_start = snapshot(whole, 0, policy.lm, cfg, device).to_dict()
 
     restored = run.restore(learner)
     engine.load_weights(policy.lm)  # a restored checkpoint's weights
@@ -169,7 +177,7 @@ def _train(cfg: TrainConfig, run: RunFolder | FollowerFolder, ranks: dp.Ranks, d
     final_whole = gather_batch(final_batch, ranks, policy.pad_token_id)  # rank 0 writes the record, all return it
     record = None if final_whole is None else run.finish(policy, run_record(
         cfg, policy.num_params, env, warm, progress, final,
-        record_bottleneck(progress.bottleneck_warm_start, snapshot(final_whole, cfg.rl.steps)), ranks.world_size))
+        record_bottleneck(progress.bottleneck_warm_start, snapshot(final_whole, cfg.rl.steps, policy.lm, cfg, device)), ranks.world_size))
     return dp.broadcast_from_main(record, ranks, "run record")
 
 
