@@ -18,6 +18,7 @@ Left out: adapters on the embeddings, quantised base weights (QLoRA), and severa
 from __future__ import annotations
 
 import copy
+import sys
 from dataclasses import dataclass
 
 import torch
@@ -40,7 +41,10 @@ class LoraSettings:
 
 
 def has_lora(lm: nn.Module) -> bool:
-    """Whether some module of `lm` is a peft adapter layer."""
+    """Whether some module of `lm` is a peft adapter layer (never, while peft has not been imported: so a
+    run without LoRA neither needs nor loads it)."""
+    if "peft" not in sys.modules:
+        return False
     from peft.tuners.tuners_utils import BaseTunerLayer
 
     return any(isinstance(m, BaseTunerLayer) for m in lm.modules())
@@ -54,8 +58,11 @@ def _linear_names(lm: nn.Module) -> list[str]:
 def add_lora(lm: nn.Module, settings: LoraSettings, seed: int = 0) -> nn.Module:
     """Inject LoRA adapters into `lm` in place and return it (see the module docstring). `ValueError` when a
     target names no linear module of `lm` or `lm` already has adapters."""
-    from peft import LoraConfig, inject_adapter_in_model
-
+    try:
+        from peft import LoraConfig, inject_adapter_in_model
+    except ImportError as exc:
+        raise ImportError('model.lora_rank > 0 needs peft: python -m pip install -e ".[lora]" (or set '
+                          'model.lora_rank=0)') from exc
     if has_lora(lm):
         raise ValueError(f"{type(lm).__name__} already has LoRA adapters; add_lora runs once per model")
     present = _linear_names(lm)
