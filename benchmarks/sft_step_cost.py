@@ -3,6 +3,11 @@
 
     nice -n 10 python benchmarks/sft_step_cost.py --threads 1
     python benchmarks/sft_step_cost.py --modes full lora --rank 16 --rows 16 --columns 256 --steps 3 --json
+    MALLOC_MMAP_THRESHOLD_=65536 nice -n 10 python benchmarks/sft_step_cost.py --threads 1 --json
+
+The third line pins glibc's mmap threshold in the child processes (they inherit the environment). Every
+large block then goes back to the kernel when it is freed, so the peak resident set counts the memory
+torch holds rather than freed blocks glibc keeps, at the price of page faults (slower steps).
 
 The batch is real: `--rows` expert demonstrations of `--env` in SmolLM2's chat format (the context the
 warm start trains on, `train.warm.demos`), each cut or right-padded to exactly `--columns` tokens; the
