@@ -101,6 +101,15 @@ def merged_copy(lm: nn.Module) -> nn.Module:
     return merge_lora(copy.deepcopy(lm)) if has_lora(lm) else lm
 
 
+def adapter_parameter_count(lm: nn.Module) -> int:
+    """How many parameters of `lm` belong to its LoRA adapters (0 without any)."""
+    if not has_lora(lm):
+        return 0
+    from peft import get_peft_model_state_dict
+
+    return sum(t.numel() for t in get_peft_model_state_dict(lm, adapter_name=ADAPTER).values())
+
+
 def trainable_parameters(lm: nn.Module) -> list[nn.Parameter]:
     """The parameters of `lm` the optimizer gets: every one that requires a gradient (all of a fully
     fine-tuned model; the adapters of a LoRA one), in `parameters()` order."""

@@ -20,7 +20,7 @@ from torch import nn
 
 from agentbench_af.formats.chat import ChatFormat
 from agentbench_af.io import atomic_write_json
-from agentbench_af.models.lora import merged_copy
+from agentbench_af.models.lora import adapter_parameter_count, merged_copy
 from agentbench_af.models.value import ValueHead, load_policy, save_policy
 
 
@@ -39,7 +39,8 @@ class Policy:
 
     @property
     def num_params(self) -> int:
-        return sum(p.numel() for p in self.lm.parameters())
+        """The model's parameters, LoRA adapters not counted (the size of the saved, merged model)."""
+        return sum(p.numel() for p in self.lm.parameters()) - adapter_parameter_count(self.lm)
 
     @property
     def pad_token_id(self) -> int:
@@ -58,7 +59,7 @@ class Policy:
         (a directory)."""
         lm = merged_copy(self.lm)
         path = save_policy(path, lm, self.tokenizer, self.value_head)  # type: ignore[arg-type]  # an HF model
-        atomic_write_json(path / "policy.json", {"name": self.name, "num_params": sum(p.numel() for p in lm.parameters())})
+        atomic_write_json(path / "policy.json", {"name": self.name, "num_params": self.num_params})
         return path
 
     @classmethod

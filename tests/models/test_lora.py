@@ -13,6 +13,7 @@ from transformers import LlamaForCausalLM
 from agentbench_af.models.lora import (
     LLAMA_TARGETS,
     LoraSettings,
+    adapter_parameter_count,
     add_lora,
     has_lora,
     merged_copy,
@@ -40,6 +41,10 @@ def test_adapters_go_on_the_projections_and_everything_else_is_frozen():
     q = lm.model.layers[0].self_attn.q_proj
     assert q.lora_A["default"].weight.shape == (4, 32) and q.lora_B["default"].weight.shape == (32, 4)
     assert q.scaling["default"] == 2.0  # alpha / r = 8 / 4
+    # r (in + out) per module, hidden 32, kv width 2 heads x 8 = 16, MLP 64: q 4 (32 + 32) = 256, k and v
+    # 4 (32 + 16) = 192 each, o 256, gate and up 4 (32 + 64) = 384 each, down 4 (64 + 32) = 384: 2,048 per layer
+    assert adapter_parameter_count(lm) == 2 * 2048 == sum(p.numel() for p in trainable_parameters(lm))
+    assert adapter_parameter_count(small_llama()) == 0
     with torch.no_grad():
         after = lm(input_ids=ids, attention_mask=attention).logits
     assert torch.equal(after, before)  # B = 0 at injection: the adapted model is the base model

@@ -4,6 +4,8 @@ LoRA RL step (the sampling model's adapters train, the KL reference is the plain
 whose checkpoints hold the adapters and their AdamW state while its final policy is saved plain. Resuming a
 LoRA run is covered by tests/train/test_resume.py (case grpo-lora)."""
 
+import json
+
 import pytest
 import torch
 from train_helpers import FROZENLAKE, tiny_config
@@ -129,6 +131,8 @@ def test_a_lora_run_checkpoints_the_adapters_and_saves_a_plain_final_policy(tmp_
     assert len(state.optimizer["state"]) == ADAPTERS  # AdamW moments of the adapters only
     final, _, _ = load_policy(tmp_path / "run" / "final_policy")
     warm, _, _ = load_policy(warm_start)
+    record = json.loads((tmp_path / "run" / "record.json").read_text())
+    assert record["model_params"] == sum(p.numel() for p in warm.parameters())  # the model's size, adapters aside
     assert not has_lora(final) and set(final.state_dict()) == set(warm.state_dict())
     assert torch.equal(final.model.embed_tokens.weight, warm.model.embed_tokens.weight)
     assert not torch.equal(final.model.layers[0].self_attn.q_proj.weight, warm.model.layers[0].self_attn.q_proj.weight)
