@@ -285,7 +285,7 @@ HASH_DROP = ("run.seed", "run.out_dir", "run.name", "run.init_from", "run.thread
 
 
 #: fields added after records were first written (the policy-loss registry and the neighbourhood's credit
-#: methods, Lopti's passes, dynamic sampling and model.gradient_checkpointing, 2026-11-27): left out of the hash while at
+#: methods, Lopti's passes, dynamic sampling, model.gradient_checkpointing and model.lora_*, 2026-11-27): left out of the hash while at
 #: their default, so a config that does not use them keeps
 #: the hash it had before they existed (and its records stay comparable with new runs of it)
 HASH_DROP_AT_DEFAULT = (
@@ -294,17 +294,21 @@ HASH_DROP_AT_DEFAULT = (
     "credit.stapo_prob", "credit.stapo_entropy_fraction", "credit.aepo_beta", "credit.carl_fraction",
     "credit.empg_k", "credit.empg_k_f", "credit.empg_zeta", "credit.gtpo_beta", "model.gradient_checkpointing",
     "rl.token_passes", "rl.lopti_threshold", "rollout.dynamic_sampling", "rollout.dynamic_sampling_max_rounds",
+    "model.lora_rank", "model.lora_alpha", "model.lora_dropout", "model.lora_targets",
 )
 
 
 def _field_default(cfg: Any, dotted: str) -> Any:
-    """The dataclass default of the field at `dotted` under `cfg` (dataclasses.MISSING when it has none)."""
+    """The dataclass default of the field at `dotted` under `cfg` as `to_dict` writes it (a tuple as a list;
+    dataclasses.MISSING when it has none)."""
     *parents, name = dotted.split(".")
     node = cfg
     for part in parents:
         node = getattr(node, part)
     field = next((f for f in dataclasses.fields(node) if f.name == name), None)
-    return dataclasses.MISSING if field is None else field.default
+    if field is None or field.default is dataclasses.MISSING:
+        return dataclasses.MISSING
+    return json.loads(json.dumps(field.default, default=list))
 
 
 def config_hash(cfg: Any, drop: tuple[str, ...] = HASH_DROP) -> str:

@@ -17,6 +17,8 @@ of logits at a time (recomputed in the backward pass): memory proportional to th
 and log-probs and entropies exactly 0 at every other position. Below that size the one-tensor
 computation runs as before, bit for bit (no tiny-family batch of the CPU presets reaches it: 64 rows
 x 2,047 columns x 512 entries is just under it).
+`generated_logprobs` is the SFT loss's forward: the one-tensor path over every position while its logits
+are small (as before, bit for bit), the masked (chunked when large) path above `LOGITS_BYTES`.
 The chunked path needs an unwrapped transformers model (a DDP or FSDP2 wrapper runs the one tensor).
 Under activation checkpointing (`model.gradient_checkpointing`) the shared-prefix forward is skipped
 while gradients are recorded: transformers drops the KV cache inside a recomputed layer.
@@ -89,6 +91,23 @@ def token_stats(
         assert out is not None  # a value head turns the shared-prefix path off
         values = _values(value_head, out.hidden_states[-1], detach_value_input)  # (B, T)
     return logprobs, entropy, values
+
+
+def generated_logprobs(
+    lm: nn.Module,
+    input_ids: torch.Tensor,  # (B, T)
+    attention_mask: torch.Tensor,  # (B, T)
+    response_mask: torch.Tensor,  # (B, T)
+) -> torch.Tensor:
+    """(B, T) log-probs at temperature 1 of every token (with gradients), exact at the generated tokens of
+    `response_mask` (the SFT loss reads only those). Below `LOGITS_BYTES` of (B, T-1, V) fp32 logits, the
+    one-tensor forward over every position, bit for bit as before; above it, only the positions that
+    predict a generated token are projected (`token_stats` with the mask: the chunked path when those
+    logits are still large), and the other positions hold 0."""
+    large = _chunked(lm, input_ids.shape[0], max(input_ids.shape[1] - 1, 0))
+    logprobs, _, _ = token_stats(lm, input_ids, attention_mask, with_entropy=False,
+                                 response_mask=response_mask if large else None)  # (B, T)
+    return logprobs
 
 
 def _values(value_head: nn.Module, hidden: torch.Tensor, detach: bool) -> torch.Tensor:

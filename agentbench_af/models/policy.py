@@ -2,8 +2,9 @@
 
 Built from the tiny family (`agentbench_af.models`) on CPU, or loaded from a Hugging Face directory
 (`model.path`) on a GPU; the rest of the harness only sees this bundle. The value head (for GAE) is a
-linear layer on the last hidden state (`models.value`), saved beside the model.
-Left out: LoRA/PEFT adapters and sharded models.
+linear layer on the last hidden state (`models.value`), saved beside the model. A policy whose model
+carries LoRA adapters (`models.lora`) is saved with them merged into the weights: every saved policy
+is a plain model. Left out: sharded models.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from torch import nn
 
 from agentbench_af.formats.chat import ChatFormat
 from agentbench_af.io import atomic_write_json
+from agentbench_af.models.lora import adapter_parameter_count, merged_copy
 from agentbench_af.models.value import ValueHead, load_policy, save_policy
 
 
@@ -37,7 +39,8 @@ class Policy:
 
     @property
     def num_params(self) -> int:
-        return sum(p.numel() for p in self.lm.parameters())
+        """The model's parameters, LoRA adapters not counted (the size of the saved, merged model)."""
+        return sum(p.numel() for p in self.lm.parameters()) - adapter_parameter_count(self.lm)
 
     @property
     def pad_token_id(self) -> int:
@@ -52,8 +55,10 @@ class Policy:
         return self.value_head
 
     def save(self, path: str | Path) -> Path:
-        """Write model, tokenizer, value head and metadata into `path` (a directory)."""
-        path = save_policy(path, self.lm, self.tokenizer, self.value_head)  # type: ignore[arg-type]  # an HF model
+        """Write model (LoRA adapters merged into a copy of it), tokenizer, value head and metadata into `path`
+        (a directory)."""
+        lm = merged_copy(self.lm)
+        path = save_policy(path, lm, self.tokenizer, self.value_head)  # type: ignore[arg-type]  # an HF model
         atomic_write_json(path / "policy.json", {"name": self.name, "num_params": self.num_params})
         return path
 

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from agentbench_af.config import OMIT_WHEN_UNSET, ConfigError, check_choices, from_dict
 from agentbench_af.credit.config import CreditConfig
+from agentbench_af.models.lora import LLAMA_TARGETS, LoraSettings
 from agentbench_af.plugins import PluginError, import_modules
 from agentbench_af.rollout.types import RolloutConfig
 from agentbench_af.train.update.loss import LossConfig
@@ -128,10 +129,40 @@ class ModelConfig:
     #: activation checkpointing; less memory, about one more forward of time, and no shared-prompt forward
     #: in the update: models/checkpointing.py)
     gradient_checkpointing: bool = False
+    #: LoRA rank r (peft, models/lora.py): only adapters on the `lora_targets` modules train, every base
+    #: weight stays frozen, in the warm start's SFT and in RL; 0: full fine-tuning. A warm start is saved
+    #: with its adapters merged into the weights (a plain model), and RL puts fresh adapters on it
+    lora_rank: int = 0
+    #: LoRA's alpha: an adapter's update B A is scaled by lora_alpha / lora_rank
+    lora_alpha: int = 16
+    #: dropout on each adapter's input in the warm start's SFT only (RL's adapters use none: the policy's
+    #: log-probs must be those of the weights it samples with)
+    lora_dropout: float = 0.0
+    #: names (last component) of the linear modules that get adapters; the default is a Llama decoder
+    #: layer's attention and MLP projections (the tiny family and SmolLM2)
+    lora_targets: tuple[str, ...] = LLAMA_TARGETS
 
     def __post_init__(self) -> None:
         check_choices(self, "model")
-        _check_counts(self, "model", vocab_size=1, tokenizer_episodes=1)
+        _check_counts(self, "model", ("lora_alpha",), vocab_size=1, tokenizer_episodes=1, lora_rank=0,
+                      lora_dropout=0)
+        if not isinstance(self.lora_rank, int) or isinstance(self.lora_rank, bool):
+            raise ValueError(f"model.lora_rank must be an integer (0: full fine-tuning), got {self.lora_rank!r}")
+        if not self.lora_dropout < 1:
+            raise ValueError(f"model.lora_dropout must lie in [0, 1), got {self.lora_dropout!r}")
+        targets = self.lora_targets
+        if (isinstance(targets, str) or not targets
+                or not all(isinstance(t, str) and t and "." not in t for t in targets)):
+            raise ValueError(f"model.lora_targets must be a non-empty list of module names without dots (e.g. "
+                             f"{list(LLAMA_TARGETS)}), got {targets!r}")
+
+    def lora_for(self, sft: bool) -> LoraSettings | None:
+        """The LoRA settings of the warm start's SFT (`sft=True`, with `lora_dropout`) or of RL (no dropout);
+        None when `lora_rank` is 0."""
+        if self.lora_rank == 0:
+            return None
+        return LoraSettings(self.lora_rank, int(self.lora_alpha), float(self.lora_dropout) if sft else 0.0,
+                            tuple(self.lora_targets))
 
 
 @dataclass(frozen=True)
@@ -318,6 +349,13 @@ class TrainConfig:
         if self.rollout.dynamic_sampling and self.rollout.group_size < 2:
             raise ValueError(f"rollout.dynamic_sampling drops groups whose returns are all equal, which every group "
                              f"of one rollout is: set rollout.group_size >= 2 (got {self.rollout.group_size})")
+        if self.model.lora_rank and self.rollout.engine != "transformers":
+            raise ValueError(f"model.lora_rank > 0 needs rollout.engine=transformers (the {self.rollout.engine} engine "
+                             f"is given plain weights, not LoRA-wrapped ones): set rollout.engine=transformers or "
+                             f"model.lora_rank=0")
+        if self.model.lora_rank and self.run.parallel == "fsdp2":
+            raise ValueError("model.lora_rank > 0 is not supported with run.parallel=fsdp2 (its optimizer-state "
+                             "layout counts every parameter): use run.parallel=ddp or model.lora_rank=0")
         samples = self.rl.prompts_per_step * self.rollout.group_size
         if self.rl.minibatches > samples:
             raise ValueError(f"rl.minibatches ({self.rl.minibatches}) must be <= rl.prompts_per_step x "

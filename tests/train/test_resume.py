@@ -20,9 +20,11 @@ from agentbench_af.io import read_jsonl
 from agentbench_af.train import loop
 from agentbench_af.train.bookkeeping.checkpoint import latest_checkpoint
 
-# case name -> config: ppo-separate also checks that a separate critic network is checkpointed and restored
+# case name -> config: ppo-separate also checks that a separate critic network is checkpointed and restored;
+# grpo-lora that LoRA adapters (model.lora_rank) and their AdamW state are
 CASES = {"ppo": {"method": "ppo"}, "grpo+actfocus": {"method": "grpo+actfocus"},
-         "ppo-separate": {"method": "ppo", "rl__critic": "separate"}}
+         "ppo-separate": {"method": "ppo", "rl__critic": "separate"},
+         "grpo-lora": {"method": "grpo", "model__lora_rank": 4}}
 VOLATILE = ("time_rollout_s", "time_step_s")
 
 

@@ -4,7 +4,12 @@ and its learning-rate schedule, with the state a checkpoint saves and restores. 
 `trained` holds the modules the update runs on (DDP wrappers or FSDP2 shards, `train.distributed.data_parallel`) and
 the checkpoint state is still the full, one-process state, so any world size resumes it.
 
-Left out: parameter-efficient fine-tuning (every policy weight is trained).
+With `model.lora_rank` > 0 the policy gets fresh LoRA adapters (`models.lora`) on the warm start, and
+only they enter the optimizer; generation uses the same adapted model. The reference model (KL, `ref`
+energies) and a separate critic are copied before that, so they are the plain warm start. (With frozen
+base weights, the policy with its adapters switched off is that reference too; the copy is kept for
+simplicity, at the price of one more copy of the base weights.) A checkpoint holds the adapted model's
+whole state dict (frozen base weights and adapters) and the optimizer's state of the adapters.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import torch
 from torch import nn
 
 from agentbench_af.models.checkpointing import enable_checkpointing
+from agentbench_af.models.lora import add_lora, trainable_parameters
 from agentbench_af.models.policy import Policy
 from agentbench_af.models.value import ValueHead
 from agentbench_af.train.config import TrainConfig
@@ -59,9 +65,12 @@ def build_learner(cfg: TrainConfig, warm_dir: Path, device: torch.device, ranks:
     value_head = policy.ensure_value_head() if cfg.needs_value_head and not separate else None
     critic = SeparateCritic(policy.lm) if separate else None  # type: ignore[arg-type]  # copied from the warm start
     ref_lm = copy.deepcopy(policy.lm).eval().requires_grad_(False) if cfg.needs_reference_model else None
+    lora = cfg.model.lora_for(sft=False)
+    if lora is not None:  # after the copies: the critic and the reference are the plain warm start
+        add_lora(policy.lm, lora, seed=cfg.run.seed)
     parallel = DataParallel(ranks, cfg.run.parallel, device)
     trained = parallel.wrap(TrainModules(policy.lm, value_head, critic))
-    groups = [{"params": list(trained.lm.parameters()), "lr": cfg.rl.lr}]
+    groups = [{"params": trainable_parameters(trained.lm), "lr": cfg.rl.lr}]
     for module in (trained.value_head, trained.critic):
         if module is not None:
             groups.append({"params": list(module.parameters()), "lr": cfg.rl.critic_lr})

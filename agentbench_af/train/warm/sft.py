@@ -4,8 +4,10 @@ The demonstrations are built by `train.warm.demos` with the collector's own cont
 policy is warm-started on exactly the contexts it will see in RL. `SFTConfig.steps` is the budget:
 few steps leave a partial policy for RL to improve. Given a checkpoint path, the loop saves its whole
 state there every `SFT_CHECKPOINT_EVERY` steps (model, AdamW, schedule, sampling generator, RNGs) and a
-later call with that path continues from it, exactly as if it had not been stopped. Left out: packing and
-sequence bucketing.
+later call with that path continues from it, exactly as if it had not been stopped. A batch whose full
+logits would be large (SmolLM2's 49,152-entry vocabulary) gets its log-probs from the chunked path
+(`models.forward.generated_logprobs`); the optimizer gets the trainable parameters only (the LoRA
+adapters when `model.lora_rank` > 0). Left out: packing and sequence bucketing.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ import numpy as np
 import torch
 from transformers import get_cosine_schedule_with_warmup
 
-from agentbench_af.models.forward import token_stats
+from agentbench_af.models.forward import generated_logprobs
+from agentbench_af.models.lora import trainable_parameters
+from agentbench_af.rollout.batch import RolloutBatch
 from agentbench_af.rollout.seeds import draw_train_seeds
 from agentbench_af.rollout.to_batch import trajectories_to_batch
 from agentbench_af.train.bookkeeping.checkpoint import (
@@ -62,6 +66,25 @@ def _load_sft_state(path: Path, lm, optimizer, scheduler, gen: torch.Generator) 
     return state.step, float(state.extra["loss"])
 
 
+def sft_loss(lm: torch.nn.Module, mb: RolloutBatch) -> torch.Tensor:
+    """Mean negative log-likelihood of the generated tokens (`mb.response_mask`) of batch `mb`."""
+    logprobs = generated_logprobs(lm, mb.input_ids, mb.attention_mask, mb.response_mask)  # (b, t)
+    mask = mb.response_mask.float()  # (b, t)
+    return -(logprobs * mask).sum() / mask.sum().clamp(min=1.0)
+
+
+def sft_step(lm: torch.nn.Module, params: list[torch.nn.Parameter], optimizer: torch.optim.Optimizer,
+             mb: RolloutBatch) -> float:
+    """One SFT optimizer step on batch `mb` (`params`: what `optimizer` trains, clipped to norm 1); returns
+    the loss before the step."""
+    loss = sft_loss(lm, mb)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(params, 1.0)
+    optimizer.step()
+    return float(loss.detach())
+
+
 def sft_warm_start(
     lm: torch.nn.Module,
     tokenizer,
@@ -86,7 +109,8 @@ def sft_warm_start(
     )
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else chat.end_of_turn_ids[0]
     data = trajectories_to_batch(trajs, cfg.rollout.context_mode, pad)
-    optimizer = torch.optim.AdamW(lm.parameters(), lr=cfg.sft.lr, weight_decay=0.0)
+    params = trainable_parameters(lm)  # every weight, or the LoRA adapters only
+    optimizer = torch.optim.AdamW(params, lr=cfg.sft.lr, weight_decay=0.0)
     scheduler = sft_scheduler(optimizer, cfg.sft)
     gen = torch.Generator().manual_seed(cfg.warm_start_seed * 1_000_003 + 7)
     lm.train()
@@ -95,16 +119,8 @@ def sft_warm_start(
         start, loss_value = _load_sft_state(Path(checkpoint), lm, optimizer, scheduler, gen)
     for step in range(start, cfg.sft.steps):
         rows = torch.randint(0, data.batch_size, (min(cfg.sft.batch_size, data.batch_size),), generator=gen)
-        mb = data.select(rows).crop().to(device)
-        logprobs, _, _ = token_stats(lm, mb.input_ids, mb.attention_mask, with_entropy=False)  # (b, t)
-        mask = mb.response_mask.float()  # (b, t)
-        loss = -(logprobs * mask).sum() / mask.sum().clamp(min=1.0)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(lm.parameters(), 1.0)
-        optimizer.step()
+        loss_value = sft_step(lm, params, optimizer, data.select(rows).crop().to(device))
         scheduler.step()
-        loss_value = float(loss.detach())
         if checkpoint is not None and (step + 1) % SFT_CHECKPOINT_EVERY == 0 and step + 1 < cfg.sft.steps:
             _save_sft_state(Path(checkpoint), step + 1, loss_value, lm, optimizer, scheduler, gen)
         if progress is not None:

@@ -8,6 +8,8 @@ folder left by an earlier config, or one without a readable record). A run that 
 While it is built, the SFT loop checkpoints beside the folder (`<folder>.sft-<settings key>.pt`), so a
 killed build continues where it stopped; the file is removed once the folder is saved, and one written
 under other settings is never read (its name carries their key).
+With `model.lora_rank` > 0 the SFT trains LoRA adapters only (`models.lora`), and the folder holds the
+model with them merged into its weights (`Policy.save`): a plain model for RL or a later `run.init_from`.
 Left out: partial reuse (a changed SFT budget rebuilds from scratch rather than training on).
 """
 
@@ -26,6 +28,7 @@ from tqdm.auto import tqdm
 from agentbench_af.config import ConfigError, from_dict, to_dict
 from agentbench_af.io import atomic_dir, atomic_write_text
 from agentbench_af.models.checkpointing import enable_checkpointing
+from agentbench_af.models.lora import add_lora
 from agentbench_af.models.policy import Policy, build_policy
 from agentbench_af.train.config import TrainConfig
 from agentbench_af.train.warm.sft import sft_warm_start
@@ -38,9 +41,11 @@ RECORD_FILE = "warm_start.yaml"
 def warm_start_settings(cfg: TrainConfig) -> dict[str, Any]:
     """Everything that decides the warm start `cfg` builds, as plain data (not `credit.format_role`: SFT
     trains on every generated token whatever its role; not `model.gradient_checkpointing`: it changes
-    the SFT's memory, not its gradients)."""
+    the SFT's memory, not its gradients; not the `model.lora_*` fields while `model.lora_rank` is 0: they
+    do nothing then, and a warm start built before they existed keeps its key)."""
     data = {k: v for k, v in to_dict(cfg).items() if k in WARM_START_FIELDS}
-    data["model"] = {k: v for k, v in data["model"].items() if k != "gradient_checkpointing"}
+    data["model"] = {k: v for k, v in data["model"].items()
+                     if k != "gradient_checkpointing" and not (k.startswith("lora_") and cfg.model.lora_rank == 0)}
     return {**data, "seed": cfg.warm_start_seed}
 
 
@@ -94,6 +99,9 @@ def _build(cfg: TrainConfig, out_dir: Path, device: torch.device, show_progress:
         policy = build_policy(cfg.model.name, [cfg.env.id], cfg.model.vocab_size, cfg.model.tokenizer_episodes,
                               cfg.warm_start_seed, env_kwargs={cfg.env.id: cfg.env.overrides})
     policy.lm.to(device)
+    lora = cfg.model.lora_for(sft=True)
+    if lora is not None:
+        add_lora(policy.lm, lora, seed=cfg.warm_start_seed)
     if cfg.model.gradient_checkpointing:
         enable_checkpointing(policy.lm)
     bar = tqdm(total=cfg.sft.steps, desc=f"warm start {cfg.env.id}", disable=not show_progress, leave=False)
