@@ -110,6 +110,32 @@ def test_checkpointed_shared_prompt_equals_the_full_forward(monkeypatch, chunk):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
 
 
+def test_lora_adapters_under_checkpointing_get_the_shared_prompt_gradients():
+    pytest.importorskip("peft")  # the lora extra
+    from agentbench_af.models.lora import LoraSettings, add_lora
+
+    ids, attention, response = llama_batch()
+
+    def grads(lm):
+        add_lora(lm, LoraSettings(rank=2, alpha=4), seed=0)
+        for name, p in lm.named_parameters():
+            if "lora_B" in name:
+                torch.nn.init.normal_(p, std=0.1, generator=torch.Generator().manual_seed(3))  # B = 0 gives A no gradient
+        rows, _ = _count_layer_runs(lm)
+        lp, ent, _ = token_stats(lm, ids, attention, 1.0, response_mask=response)
+        ((lp * response).sum() + 0.1 * (ent * response).sum()).backward()
+        return rows, lp.detach(), {n: p.grad for n, p in lm.named_parameters() if p.requires_grad}
+
+    rows, lp, plain = grads(small_llama().train())
+    rows2, lp2, checkpointed = grads(enable_checkpointing(small_llama().train()))
+    assert rows == rows2 == [3, 6]
+    torch.testing.assert_close(lp2 * response, lp * response, rtol=1e-5, atol=1e-5)
+    assert plain.keys() == checkpointed.keys() and len(plain) == 2 * 7 * 2  # A and B, 7 projections, 2 layers
+    for name, grad in plain.items():
+        assert grad.abs().sum() > 0
+        torch.testing.assert_close(checkpointed[name], grad, rtol=1e-4, atol=1e-6)
+
+
 def test_a_model_without_support_is_refused():
     with pytest.raises(ValueError, match="model.gradient_checkpointing=true needs a transformers model"):
         enable_checkpointing(torch.nn.Linear(2, 2))
