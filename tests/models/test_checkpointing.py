@@ -111,7 +111,6 @@ def test_checkpointed_shared_prompt_equals_the_full_forward(monkeypatch, chunk):
 
 
 def test_lora_adapters_under_checkpointing_get_the_shared_prompt_gradients():
-    pytest.importorskip("peft")  # the lora extra
     from agentbench_af.models.lora import LoraSettings, add_lora
 
     ids, attention, response = llama_batch()
