@@ -53,7 +53,7 @@ import tempfile
 import time
 import warnings
 from dataclasses import asdict, dataclass, field
-from importlib.metadata import version
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import numpy as np
@@ -322,8 +322,17 @@ def run_ours(model_dir: Path, cfg: TrainConfig, warmup: int, steps: int, score_p
 
 
 def versions() -> dict[str, str]:
+    """The installed version of each package the step uses ("not installed" for one that is absent: `trl`
+    and `datasets` under `--no-trl`)."""
     names = ("agentbench-af", "torch", "transformers", "trl", "accelerate", "datasets")
-    return {"python": platform.python_version(), **{n: version(n) for n in names}}
+    return {"python": platform.python_version(), **{n: _version(n) for n in names}}
+
+
+def _version(name: str) -> str:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "not installed"
 
 
 def main(

@@ -7,14 +7,16 @@ in the backward pass. The tiny family is a transformers `LlamaForCausalLM`, so i
 the same way. A model that does not support it raises `ValueError`: a run that asked for the memory
 saving would otherwise run out of memory later, with no hint why.
 
-transformers checkpoints a layer only in training mode with gradients recorded, and it drops that
-layer's KV cache then. `models.forward.token_stats` therefore skips the shared-prompt forward
-(`models.shared_prefix`) while checkpointing is on: the update's forward runs every row in full.
-Without a cache (the SFT loss, the scoring pass) the gradients are those of the plain forward.
+transformers checkpoints a layer only in training mode with gradients recorded (`recomputes`), and it
+drops that layer's KV cache then unless told it may keep it: the shared-prompt forward
+(`models.shared_prefix`) passes a cache whose write can be repeated (`models.replay_cache`) and keeps
+it, so the update's forward still runs each prompt once. Without a cache (the SFT loss, the scoring
+pass) the gradients are those of the plain forward bit for bit.
 """
 
 from __future__ import annotations
 
+import torch
 from torch import nn
 
 
@@ -36,3 +38,9 @@ def enable_checkpointing(lm: nn.Module) -> nn.Module:
 def is_checkpointing(lm: nn.Module) -> bool:
     """Whether some layer of `lm` has transformers' checkpointing flag set."""
     return any(getattr(m, "gradient_checkpointing", False) is True for m in lm.modules())
+
+
+def recomputes(lm: nn.Module) -> bool:
+    """Whether a forward of `lm` now runs under activation checkpointing (transformers' flag is set on some
+    layer, the model is in training mode and gradients are recorded)."""
+    return lm.training and torch.is_grad_enabled() and is_checkpointing(lm)

@@ -20,8 +20,8 @@ x 2,047 columns x 512 entries is just under it).
 `generated_logprobs` is the SFT loss's forward: the one-tensor path over every position while its logits
 are small (as before, bit for bit), the masked (chunked when large) path above `LOGITS_BYTES`.
 The chunked path needs an unwrapped transformers model (a DDP or FSDP2 wrapper runs the one tensor).
-Under activation checkpointing (`model.gradient_checkpointing`) the shared-prefix forward is skipped
-while gradients are recorded: transformers drops the KV cache inside a recomputed layer.
+Under activation checkpointing (`model.gradient_checkpointing`) the shared-prefix forward runs too
+(`models.replay_cache`), except on a transformers that drops the cache in a recomputed layer.
 Left out: importance-sampling corrections for that mismatch (the loss uses the trainer's log-probs).
 """
 
@@ -33,7 +33,6 @@ from dataclasses import replace
 import torch
 from torch import nn
 
-from agentbench_af.models.checkpointing import is_checkpointing
 from agentbench_af.models.chunked_logprobs import chunked_token_stats, logit_stats
 from agentbench_af.models.shared_prefix import shared_prefix_hidden, shared_prefix_logits
 from agentbench_af.rollout.batch import RolloutBatch
@@ -62,7 +61,7 @@ def token_stats(
     mask = attention_mask.long()
     position_ids = (mask.cumsum(-1) - 1).clamp(min=0)  # (B, T); right padding keeps positions 0..n-1
     cols = _logit_columns(lm, response_mask)  # (K,) or None: every position
-    share = value_head is None and not recomputes(lm)
+    share = value_head is None
     if cols is not None and response_mask is not None and _chunked(lm, input_ids.shape[0], cols.numel()):
         return _chunked_stats(lm, input_ids, mask, position_ids, cols, response_mask, temperature, value_head,
                               with_entropy, detach_value_input, entropy_grad, share)
@@ -117,12 +116,6 @@ def _values(value_head: nn.Module, hidden: torch.Tensor, detach: bool) -> torch.
         hidden = hidden.detach()
     v = value_head(hidden[:, :-1].float()).squeeze(-1)  # (B, T-1)
     return torch.nn.functional.pad(v, (1, 0))  # (B, T)
-
-
-def recomputes(lm: nn.Module) -> bool:
-    """Whether a forward of `lm` now runs under activation checkpointing (transformers' flag is set on some
-    layer, the model is in training mode and gradients are recorded)."""
-    return lm.training and torch.is_grad_enabled() and is_checkpointing(lm)
 
 
 def _chunked(lm: nn.Module, rows: int, columns: int) -> bool:

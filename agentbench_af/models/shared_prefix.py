@@ -10,8 +10,13 @@ rounding; the gradients reach the prompt's keys and values through every row tha
 hidden states instead of logits, for `models.chunked_logprobs`.
 Left out: models whose cache is not a transformers `DynamicCache` with per-layer `keys`/`values` (and
 models without `logits_to_keep`): the caller then runs the plain forward. With dropout, the rows of a
-group share the prompt's dropout mask. Under activation checkpointing transformers drops the cache of
-a layer it recomputes, so the caller must not use this then (`models.forward` checks).
+group share the prompt's dropout mask.
+Under activation checkpointing both passes keep transformers' per-layer recomputation: their cache is a
+`models.replay_cache` cache, whose write a recomputed layer can repeat (the prompt's keys and values
+are kept from the first run, the continuation reads a fixed gathered past), so the loss and gradients
+are those of the plain full forward up to float rounding. A transformers without that option
+(`_can_checkpoint_with_cache`, older than 5.2x) drops the cache in a recomputed layer: this returns
+None then, and the caller runs every row in full.
 """
 
 from __future__ import annotations
@@ -19,6 +24,13 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from agentbench_af.models.checkpointing import recomputes
+from agentbench_af.models.replay_cache import (
+    cached_states,
+    keep_cache_under_checkpointing,
+    replay_cache,
+    supports_replay,
+)
 from agentbench_af.rollout.cache_name import cache_kwargs, returned_cache
 
 
@@ -67,18 +79,36 @@ def _shared_prefix(lm: nn.Module, input_ids: torch.Tensor, attention_mask: torch
     n = prefixes.shape[0]
     positions = torch.arange(length, device=input_ids.device).expand(n, length)  # (U, L): no padding before L
     rest = cols[1:] - length  # (K-1,) positions in the continuation
-    head = model(input_ids=prefixes, attention_mask=torch.ones_like(prefixes), position_ids=positions, use_cache=True,
-                 **({} if hidden else {"logits_to_keep": 1}))
-    cache = returned_cache(head)
-    layers = getattr(cache, "layers", None)
-    if not layers or not all(hasattr(layer, "keys") and hasattr(layer, "values") for layer in layers):
-        return None
-    for layer in layers:
-        layer.keys = layer.keys[inverse]  # (B, heads, L, D)
-        layer.values = layer.values[inverse]
-    tail = model(input_ids=input_ids[:, length:], attention_mask=attention_mask.long(),
-                 position_ids=position_ids[:, length:], **cache_kwargs(model, cache), use_cache=True,
-                 **({} if hidden else {"logits_to_keep": rest}))
+    logits = {} if hidden else {"logits_to_keep": 1}
+    from transformers import PreTrainedModel
+
+    config = lm.config if isinstance(lm, PreTrainedModel) else None
+    cache = replay_cache(config) if config is not None and supports_replay() else None  # None: the old path
+    if cache is not None:  # safe under activation checkpointing (models.replay_cache)
+        fill = not recomputes(model)  # (the cache passed is used either way; this silences a warning)
+        with keep_cache_under_checkpointing(model):
+            head = model(input_ids=prefixes, attention_mask=torch.ones_like(prefixes), position_ids=positions,
+                         **cache_kwargs(model, cache), use_cache=fill, **logits)
+            pasts = [(k[inverse], v[inverse]) for k, v in cached_states(cache)]  # (B, heads, L, D) each
+            cache = replay_cache(config, pasts)
+            tail = model(input_ids=input_ids[:, length:], attention_mask=attention_mask.long(),
+                         position_ids=position_ids[:, length:], **cache_kwargs(model, cache), use_cache=fill,
+                         **({} if hidden else {"logits_to_keep": rest}))
+    else:  # a transformers without `_can_checkpoint_with_cache`: the model's own cache, gathered by rows
+        if recomputes(model):
+            return None
+        head = model(input_ids=prefixes, attention_mask=torch.ones_like(prefixes), position_ids=positions,
+                     use_cache=True, **logits)
+        cache = returned_cache(head)
+        layers = getattr(cache, "layers", None)
+        if not layers or not all(hasattr(layer, "keys") and hasattr(layer, "values") for layer in layers):
+            return None
+        for layer in layers:
+            layer.keys = layer.keys[inverse]  # (B, heads, L, D)
+            layer.values = layer.values[inverse]
+        tail = model(input_ids=input_ids[:, length:], attention_mask=attention_mask.long(),
+                     position_ids=position_ids[:, length:], **cache_kwargs(model, cache), use_cache=True,
+                     **({} if hidden else {"logits_to_keep": rest}))
     if hidden:
         last = head.last_hidden_state[:, -1:]  # (U, 1, H)
         return torch.cat([last[inverse], tail.last_hidden_state[:, rest]], dim=1)  # (B, K, H)

@@ -126,8 +126,8 @@ class ModelConfig:
     #: auto: bf16 on GPU, fp32 on CPU
     dtype: Literal["auto", "float32", "bfloat16"] = "auto"
     #: recompute each decoder layer in the backward pass instead of keeping its activations (transformers'
-    #: activation checkpointing; less memory, about one more forward of time, and no shared-prompt forward
-    #: in the update: models/checkpointing.py)
+    #: activation checkpointing; less memory, about one more forward of time; the update's shared-prompt
+    #: forward is kept: models/checkpointing.py, models/replay_cache.py)
     gradient_checkpointing: bool = False
     #: LoRA rank r (peft, models/lora.py): only adapters on the `lora_targets` modules train, every base
     #: weight stays frozen, in the warm start's SFT and in RL; 0: full fine-tuning. A warm start is saved
