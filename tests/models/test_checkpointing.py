@@ -63,11 +63,16 @@ def _count_layer_runs(lm):
     return rows, mlp_rows
 
 
-@pytest.mark.parametrize("chunk", [False, True])
-def test_update_forward_under_checkpointing_keeps_the_shared_prompt_and_its_gradients(monkeypatch, chunk):
+def _force_chunking(monkeypatch, chunk: bool) -> None:
+    """With `chunk`, every forward takes the chunked log-prob path, a few rows' logits per chunk."""
     if chunk:
         monkeypatch.setattr(forward, "LOGITS_BYTES", 0)
         monkeypatch.setattr(forward, "CHUNK_BYTES", 4 * 4 * 97)
+
+
+@pytest.mark.parametrize("chunk", [False, True])
+def test_update_forward_under_checkpointing_keeps_the_shared_prompt_and_its_gradients(monkeypatch, chunk):
+    _force_chunking(monkeypatch, chunk)
     ids, attention, response = llama_batch()
     plain = small_llama().train()
     assert not recomputes(plain)
@@ -90,9 +95,7 @@ def test_update_forward_under_checkpointing_keeps_the_shared_prompt_and_its_grad
 @pytest.mark.parametrize("chunk", [False, True])
 def test_checkpointed_shared_prompt_equals_the_full_forward(monkeypatch, chunk):
     """The reference is the plain model's forward over every row in full (no cache at all)."""
-    if chunk:
-        monkeypatch.setattr(forward, "LOGITS_BYTES", 0)
-        monkeypatch.setattr(forward, "CHUNK_BYTES", 4 * 4 * 97)
+    _force_chunking(monkeypatch, chunk)
     ids, attention, response = llama_batch()
     with monkeypatch.context() as patch:
         patch.setattr(forward, "shared_prefix_logits", lambda *a: None)
