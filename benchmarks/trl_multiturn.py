@@ -21,14 +21,14 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import agentbench_af
 from agentbench_af.formats.chat import ChatFormat
 from agentbench_af.formats.prompts import turn_message
 from agentbench_af.rollout.collect import collect_rollouts
 from agentbench_af.rollout.to_batch import trajectories_to_batch
-from agentbench_af.rollout.types import Generation, RolloutConfig, SamplingParams
+from agentbench_af.rollout.types import Generation, GenerationEngine, RolloutConfig, SamplingParams
 
 Generate = Callable[[list[list[int]]], list[list[int]]]  # contexts -> sampled ids (stop id kept when it ended)
 
@@ -137,7 +137,8 @@ def compare_with_collector(tokenizer: Any, chat: ChatFormat, prompt_ids: Sequenc
     equal ids, loss positions and returns; raises ValueError where they differ. Returns the TRL side's."""
     end_ids = list(chat.end_of_turn_ids)
     rows = [s for s in seeds for _ in range(group)]
-    ours = collect_rollouts(_ScriptedEngine(replies, end_ids), tokenizer, chat, env_id, seeds,
+    engine = cast(GenerationEngine, _ScriptedEngine(replies, end_ids))  # the collector calls only `generate`
+    ours = collect_rollouts(engine, tokenizer, chat, env_id, seeds,
                             RolloutConfig(group_size=group, context_mode="full", max_new_tokens=max(map(len, replies))),
                             env_kwargs)
     batch = trajectories_to_batch(ours, "full", int(tokenizer.pad_token_id))
