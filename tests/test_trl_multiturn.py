@@ -118,3 +118,17 @@ def test_the_comparison_catches_a_wrong_mask(policy, monkeypatch):
     with pytest.raises(ValueError, match="env_mask differs"):
         trl_multiturn.compare_with_collector(policy.tokenizer, policy.chat, rows, seeds, 2, ENV, {"max_turns": 3},
                                              _replies(policy.chat))
+
+
+def test_seed_lookup_refuses_two_seeds_with_one_first_message():
+    """`peer_trl.seed_lookup`: TRL's rollout_func gets prompts without their rows, so a first user message
+    must name one seed."""
+    import peer_trl  # needs no TRL at import
+
+    def row(seed, text):
+        return {"prompt": [{"role": "system", "content": "s"}, {"role": "user", "content": text}], "seed": seed}
+
+    seed_of = peer_trl.seed_lookup([row(4, "a"), row(9, "b"), row(4, "a")])
+    assert seed_of(row(0, "b")["prompt"]) == 9 and seed_of(row(0, "a")["prompt"]) == 4
+    with pytest.raises(ValueError, match="same user message"):
+        peer_trl.seed_lookup([row(4, "a"), row(5, "a")])
