@@ -1,14 +1,14 @@
-"""Side by side with Hugging Face TRL's `GRPOTrainer`: one single-turn GRPO step on the same model.
+"""Side by side with Hugging Face TRL's `GRPOTrainer`: one GRPO step on the same model (single- or multi-turn).
 
 Both trainers load one model directory (a tiny policy warm-started by a short SFT on FrozenLake expert
 demonstrations, written with `save_pretrained`; or, for `--model smollm2-135m`, the converted
 SmolLM2-135M-Instruct folder as it is) and run the same step: the same P prompts (FrozenLake
-seeds, one turn: `max_turns: 1`) x G rollouts of at most N new tokens at temperature 1, then one AdamW
+seeds, one turn: `max_turns: 1` unless `--turns`) x G rollouts of at most N new tokens at temperature 1, then one AdamW
 step (constant learning rate, gradient norm clipped to 1) over the P x G completions with the
 token-mean clipped loss (eps 0.2) and group-std advantages; fp32, no reference model, no KL term. TRL
 runs with bf16 off, gradient checkpointing as ours (off unless `--gradient-checkpointing`), `loss_type="dapo"` (token mean over the batch),
 `scale_rewards="group"` and one iteration; its reward function steps the same environment with the
-decoded completion. The prompt token ids of both are checked equal before anything is timed.
+decoded completion (multi-turn: see `--turns` below). The prompt token ids of both are checked equal before anything is timed.
 
 Our step is the training loop's: `collect_rollouts` (environment steps included), `trajectories_to_batch`
 and `train.update.step.update` (the on-policy shortcut where `fuses_scoring` allows it; `--score-pass` forces
@@ -36,9 +36,18 @@ own cost is peak minus start.
     python benchmarks/peer_trl.py --model smollm2-135m --prompts 8 --group 8 --no-trl --warmup 0 --pairs 1 --steps 1
     python benchmarks/peer_trl.py --model smollm2-135m --no-trl --turns 3 --gradient-checkpointing ...
 
-`--no-trl` runs our steps alone (warmup + pairs x steps of them); `--turns N` (N > 1, ours alone) lets each
-episode run up to N turns (full context); `--gradient-checkpointing` sets `model.gradient_checkpointing`
-on our side and TRL's `gradient_checkpointing` on its side (without it neither side checkpoints). Left out: a multi-turn TRL step (see docs/benchmarks.md for why) and GPU runs.
+`--no-trl` runs our steps alone (warmup + pairs x steps of them); `--gradient-checkpointing` sets
+`model.gradient_checkpointing` on our side and TRL's `gradient_checkpointing` on its side (without it
+neither side checkpoints).
+
+`--turns N` (N > 1) lets each episode run up to N turns, full context. TRL's side then runs its episodes in
+a `rollout_func` (`trl_multiturn.run_episodes`): per turn one call of TRL's plain `model.generate` path
+(`_generate_single_turn`, as TRL's own tool loop calls it), the decoded reply steps the environment, a cut
+reply is closed with the end-of-turn id and the next user turn is appended as template ids; `env_mask`
+keeps those inserted ids out of TRL's loss, and the reward is the episode's summed reward. Before timing,
+scripted episodes must give the same token ids, loss positions and returns through TRL's side as through
+our collector (`trl_multiturn.compare_with_collector`). TRL's generation time is then the whole
+`rollout_func` (environment steps included, as ours). Left out: GPU runs.
 """
 
 from __future__ import annotations
@@ -75,6 +84,7 @@ from agentbench_af.train.update.step import StepContext, samples_on_policy, upda
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rollout_throughput import warm_policy  # noqa: E402
+from trl_multiturn import compare_with_collector, run_episodes  # noqa: E402
 
 CPU = torch.device("cpu")
 
@@ -108,7 +118,8 @@ def peak_mb() -> float:
 @dataclass
 class StepTime:
     seconds: float
-    generation_s: float  # ours: the collector with its environment steps; TRL: `_generate_single_turn`
+    generation_s: float  # ours: the collector with its environment steps; TRL: `_generate_single_turn`, or the
+    # multi-turn `rollout_func` (environment steps included)
     reward_s: float  # TRL: `_calculate_rewards`; ours: inside generation_s
     generated_tokens: int
     rss_start_mb: float = float("nan")  # resident set when the step began
@@ -194,14 +205,34 @@ class OurStep:
                         peak_gen, peak_mb())
 
 
-def trl_trainer(model_dir: Path, cfg: TrainConfig, rows: list[dict], total_steps: int, out_dir: str, callback):
-    """TRL's GRPOTrainer with our step's settings (gradient checkpointing as ours: `model.gradient_checkpointing`);
-    its reward steps the environment with each completion."""
+def seed_lookup(rows: list[dict]):
+    """A prompt's seed from its first user message (a `rollout_func` gets the prompts without their rows)."""
+    seeds: dict[str, int] = {}
+    for row in rows:
+        message = row["prompt"][1]["content"]
+        if seeds.setdefault(message, row["seed"]) != row["seed"]:
+            raise ValueError(f"seeds {seeds[message]} and {row['seed']} start with the same user message")
+    return lambda prompt: seeds[prompt[1]["content"]]
+
+
+def turns_of(cfg: TrainConfig) -> int:
+    return int(cfg.env.overrides.get("max_turns", 1))
+
+
+def trl_trainer(model_dir: Path, cfg: TrainConfig, rows: list[dict], total_steps: int, out_dir: str, callback,
+                micro_batches: int = 1):
+    """TRL's GRPOTrainer with our step's settings (gradient checkpointing as ours: `model.gradient_checkpointing`).
+    One turn: its reward steps the environment with each completion. Several: a `rollout_func` runs the
+    episodes (`trl_multiturn.run_episodes`, TRL's `_generate_single_turn` per turn) and its reward is theirs.
+    `micro_batches` K > 1: one generation of all P x G rollouts, then K forward/backward passes of P x G / K rows
+    accumulated into one optimizer step (`gradient_accumulation_steps` = `steps_per_generation` = K; its "dapo"
+    loss still divides by the whole batch's token count)."""
     from datasets import Dataset
     from transformers import AutoTokenizer, PrinterCallback
     from trl import GRPOConfig, GRPOTrainer
 
     env_id, overrides = cfg.env.id, dict(cfg.env.overrides)
+    seed_of = seed_lookup(rows)
 
     def env_reward(prompts, completions, seed, **_) -> list[float]:
         rewards = []
@@ -211,13 +242,32 @@ def trl_trainer(model_dir: Path, cfg: TrainConfig, rows: list[dict], total_steps
             rewards.append(float(env.step(completion[0]["content"])[1]))
         return rewards
 
+    def episode_reward(prompts, completions, episode_return, **_) -> list[float]:
+        return [float(r) for r in episode_return]
+
+    def multi_turn_rollout(prompts: list, trainer) -> dict:
+        """TRL's `rollout_func`: the prompts arrive repeated `num_generations` times (its RepeatSampler)."""
+        if len(prompts) != cfg.rl.prompts_per_step * cfg.rollout.group_size:
+            raise RuntimeError(f"rollout_func got {len(prompts)} prompts, not prompts x group")
+        prompt_ids = [list(map(int, ids)) for ids in trainer._tokenize_prompts(prompts)[0]]
+        episodes = run_episodes(lambda contexts: trainer._generate_single_turn(contexts, None, {}, 1)[0],
+                                trainer.processing_class, prompt_ids, [seed_of(p) for p in prompts], env_id, overrides,
+                                list(trainer.eos_token_ids))
+        return {"prompt_ids": episodes.prompt_ids, "completion_ids": episodes.completion_ids, "logprobs": None,
+                "env_mask": episodes.env_mask, "episode_return": episodes.rewards}
+
+    multi_turn = turns_of(cfg) > 1
+
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     tokenizer.padding_side = "left"
     batch = cfg.rl.prompts_per_step * cfg.rollout.group_size
+    if micro_batches < 1 or batch % micro_batches:
+        raise ValueError(f"--trl-micro-batches {micro_batches} does not divide the batch of {batch} rollouts")
     args = GRPOConfig(
         output_dir=out_dir, report_to="none", use_cpu=True, bf16=False,
         gradient_checkpointing=cfg.model.gradient_checkpointing,
-        model_init_kwargs={"dtype": torch.float32}, per_device_train_batch_size=batch,
+        model_init_kwargs={"dtype": torch.float32}, per_device_train_batch_size=batch // micro_batches,
+        gradient_accumulation_steps=micro_batches, steps_per_generation=micro_batches,
         num_generations=cfg.rollout.group_size, max_completion_length=cfg.rollout.max_new_tokens,
         temperature=cfg.rollout.temperature, top_p=cfg.rollout.top_p, learning_rate=cfg.rl.lr,
         lr_scheduler_type="constant", weight_decay=cfg.rl.weight_decay, max_grad_norm=cfg.loss.max_grad_norm,
@@ -225,8 +275,10 @@ def trl_trainer(model_dir: Path, cfg: TrainConfig, rows: list[dict], total_steps
         beta=0.0, num_iterations=1, max_steps=total_steps, logging_steps=10**6, save_strategy="no", seed=0,
         disable_tqdm=True,
     )
-    trainer = GRPOTrainer(model=str(model_dir), reward_funcs=env_reward, args=args,
-                          train_dataset=Dataset.from_list(rows), processing_class=tokenizer, callbacks=[callback])
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func's warning
+    trainer = GRPOTrainer(model=str(model_dir), reward_funcs=episode_reward if multi_turn else env_reward, args=args,
+                          train_dataset=Dataset.from_list(rows), processing_class=tokenizer, callbacks=[callback],
+                          rollout_func=multi_turn_rollout if multi_turn else None)
     trainer.remove_callback(PrinterCallback)  # it prints the run's summary dict on stdout (breaks --json)
     if trainer.model.dtype != torch.float32:
         raise RuntimeError("TRL's model does not run in fp32; the comparison needs it")
@@ -242,7 +294,22 @@ def check_trl_checkpointing(model, wanted: bool) -> None:
         raise RuntimeError(f"TRL's model runs with gradient checkpointing {bool(checkpointing)}, ours with {wanted}")
 
 
-def run(model_dir: Path, cfg: TrainConfig, warmup: int, pairs: int, steps: int, score_pass: bool):
+def check_multi_turn_layout(trainer, our_step: OurStep, seeds: list[int], rows: list[dict]) -> None:
+    """Before timing: scripted episodes (two replies ending with the stop id, one cut by the token limit)
+    give the same ids, loss positions and returns through TRL's side as through our collector."""
+    chat = our_step.policy.chat
+    eot = list(chat.end_of_turn_ids)
+    replies = [chat.response_ids("<think> right, then down </think> <answer> Right || Down </answer>") + eot,
+               chat.response_ids("<answer> Down </answer>") + eot, chat.response_ids("<think> the hole is")]
+    group = our_step.cfg.rollout.group_size
+    prompt_ids = [list(map(int, ids)) for ids in trainer._tokenize_prompts([r["prompt"] for r in rows])[0]]
+    episodes = compare_with_collector(trainer.processing_class, chat, [p for p in prompt_ids for _ in range(group)],
+                                      seeds, group, our_step.cfg.env.id, dict(our_step.cfg.env.overrides), replies)
+    if max(episodes.turns) < 2:
+        raise RuntimeError("the scripted episodes never reached a second turn; the layout check tested nothing")
+
+
+def run(model_dir: Path, cfg: TrainConfig, warmup: int, pairs: int, steps: int, score_pass: bool, micro_batches: int = 1):
     from transformers import TrainerCallback
 
     seeds, rows = prompt_rows(cfg)
@@ -279,24 +346,33 @@ def run(model_dir: Path, cfg: TrainConfig, warmup: int, pairs: int, steps: int, 
             self.index += 1
 
     with tempfile.TemporaryDirectory() as tmp:
-        trainer = trl_trainer(model_dir, cfg, rows, total, tmp, Alternate())
+        trainer = trl_trainer(model_dir, cfg, rows, total, tmp, Alternate(), micro_batches)
         trl_ids = trainer._tokenize_prompts([r["prompt"] for r in rows])[0]
         if [list(map(int, ids)) for ids in trl_ids] != our_step.prompt_ids():
             raise RuntimeError("TRL's prompt token ids differ from ours; the two steps would not be comparable")
         if list(trainer.eos_token_ids) != list(our_step.policy.chat.end_of_turn_ids):
             raise RuntimeError(f"stop ids differ: TRL {trainer.eos_token_ids}, ours {our_step.policy.chat.end_of_turn_ids}")
-        generate, rewards = trainer._generate_single_turn, trainer._calculate_rewards
+        multi_turn = turns_of(cfg) > 1
+        if multi_turn:
+            check_multi_turn_layout(trainer, our_step, seeds, rows)
+        rewards = trainer._calculate_rewards
+        # what is timed as generation: one turn, TRL's `_generate_single_turn`; several, the whole
+        # `rollout_func` (generation and environment steps, as our collector is timed)
+        generate = trainer.rollout_func if multi_turn else trainer._generate_single_turn
+
+        def generated(out) -> int:
+            return sum(sum(m) for m in out["env_mask"]) if multi_turn else sum(len(c) for c in out[0])
 
         def timed_generate(*args, **kwargs):
             timing["rest_mb"] = max(timing["rest_mb"], peak_mb())
             new_peak_window()
             t0 = time.perf_counter()
-            completion_ids, logprobs = generate(*args, **kwargs)
+            out = generate(*args, **kwargs)
             timing["gen"] += time.perf_counter() - t0
             timing["gen_mb"] = max(timing["gen_mb"], peak_mb())
             new_peak_window()
-            timing["tokens"] += sum(len(c) for c in completion_ids)
-            return completion_ids, logprobs
+            timing["tokens"] += generated(out)
+            return out
 
         def timed_rewards(*args, **kwargs):
             t0 = time.perf_counter()
@@ -304,7 +380,11 @@ def run(model_dir: Path, cfg: TrainConfig, warmup: int, pairs: int, steps: int, 
             timing["reward"] += time.perf_counter() - t0
             return out
 
-        trainer._generate_single_turn, trainer._calculate_rewards = timed_generate, timed_rewards
+        if multi_turn:
+            trainer.rollout_func = timed_generate
+        else:
+            trainer._generate_single_turn = timed_generate
+        trainer._calculate_rewards = timed_rewards
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             trainer.train()
@@ -350,12 +430,13 @@ def main(
     score_pass: bool = typer.Option(False, "--score-pass", help="Ours: force the separate scoring pass."),
     threads: int = typer.Option(1, help="torch threads (both sides run in this process)."),
     with_trl: bool = typer.Option(True, "--trl/--no-trl", help="--no-trl: our steps alone."),
-    turns: int = typer.Option(1, help="Turns per episode at most (> 1: multi-turn, needs --no-trl)."),
+    turns: int = typer.Option(1, help="Turns per episode at most (> 1: multi-turn, full context)."),
     gradient_checkpointing: bool = typer.Option(False, "--gradient-checkpointing", help="Ours: model.gradient_checkpointing."),
+    trl_micro_batches: int = typer.Option(1, help="TRL: split its update into K accumulated micro-batches (memory)."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    if turns < 1 or (turns > 1 and with_trl):
-        raise typer.BadParameter("--turns must be >= 1, and a multi-turn step (--turns > 1) runs ours alone: add --no-trl")
+    if turns < 1:
+        raise typer.BadParameter("--turns must be >= 1")
     torch.set_num_threads(threads)
     torch.manual_seed(0)  # the same rollouts from the same code and model (TRL reseeds with its own seed 0)
     load_start = os.getloadavg()
@@ -363,7 +444,7 @@ def main(
 
     def measure(model_dir: Path):
         if with_trl:
-            return run(model_dir, cfg, warmup, pairs, steps, score_pass)
+            return run(model_dir, cfg, warmup, pairs, steps, score_pass, trl_micro_batches)
         return run_ours(model_dir, cfg, warmup, pairs * steps, score_pass)
 
     if model in PACKAGED_MODELS:  # a pretrained instruct model (smollm2-135m): its converted folder, no SFT
@@ -381,6 +462,7 @@ def main(
     summary = {
         "env": env_id, "turns": turns, "model": model, "method": method, "prompts": prompts, "group": group,
         "max_new_tokens": max_new_tokens, "threads": threads, "gradient_checkpointing": gradient_checkpointing,
+        "trl_micro_batches": trl_micro_batches,
         "shortcut": shortcut, "timed_steps": n,
         "commit": git_commit(), "versions": versions(), "machine": platform.processor() or platform.machine(),
         "cpus": os.cpu_count(), "load_average_start": load_start, "load_average": os.getloadavg(),
