@@ -56,6 +56,26 @@ def test_a_killed_warm_start_continues_from_its_sft_checkpoint_bit_identically(t
     assert ref.keys() == resumed.keys() and all(torch.equal(ref[k], resumed[k]) for k in ref)
 
 
+def test_a_slow_sft_saves_by_wall_clock_and_resumes_bit_identically(tmp_path, monkeypatch):
+    torch.set_num_threads(1)
+    cfg = tiny_config(tmp_path, sft__steps=5, sft__lr=3e-3, sft__episodes=20)
+    reference = tmp_path / "reference"
+    _build_watching(monkeypatch, cfg, reference)
+
+    monkeypatch.setattr(sft, "SFT_CHECKPOINT_SECONDS", 0.0)  # every step is "slow": each one saves
+    saved = []
+    real_save = sft._save_sft_state
+    monkeypatch.setattr(sft, "_save_sft_state", lambda path, step, *a: (saved.append(step), real_save(path, step, *a)))
+    folder = tmp_path / "warm"
+    with pytest.raises(Killed):
+        _build_watching(monkeypatch, cfg, folder, die_at=2)  # saved after steps 1, 2, 3 (0-based 0..2), then killed
+    assert saved == [1, 2, 3]
+    assert _build_watching(monkeypatch, cfg, folder) == [3, 4]  # resumed after the third step
+    assert saved == [1, 2, 3, 4]  # no save after the last step: the folder is written instead
+    ref, resumed = _weights(reference), _weights(folder)
+    assert ref.keys() == resumed.keys() and all(torch.equal(ref[k], resumed[k]) for k in ref)
+
+
 def test_an_sft_checkpoint_is_named_by_the_settings_it_was_written_under(tmp_path):
     folder = tmp_path / "warm"
     seven, eight = tiny_config(tmp_path, sft__steps=7), tiny_config(tmp_path, sft__steps=8)

@@ -3,7 +3,8 @@
 The demonstrations are built by `train.warm.demos` with the collector's own context construction, so the
 policy is warm-started on exactly the contexts it will see in RL. `SFTConfig.steps` is the budget:
 few steps leave a partial policy for RL to improve. Given a checkpoint path, the loop saves its whole
-state there every `SFT_CHECKPOINT_EVERY` steps (model, AdamW, schedule, sampling generator, RNGs) and a
+state there every `SFT_CHECKPOINT_EVERY` steps, and after any step that ends `SFT_CHECKPOINT_SECONDS` after the
+last save (model, AdamW, schedule, sampling generator, RNGs), and a
 later call with that path continues from it, exactly as if it had not been stopped. A batch whose full
 logits would be large (SmolLM2's 49,152-entry vocabulary) gets its log-probs from the chunked path
 (`models.forward.generated_logprobs`); the optimizer gets the trainable parameters only (the LoRA
@@ -13,6 +14,7 @@ adapters when `model.lora_rank` > 0). Left out: packing and sequence bucketing.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -48,6 +50,9 @@ def sft_scheduler(optimizer: torch.optim.Optimizer, sft: SFTConfig) -> torch.opt
 
 #: SFT steps between checkpoints (about 1.5 minutes of a tiny-0.7m WebShop-mini warm start on one CPU thread)
 SFT_CHECKPOINT_EVERY = 100
+#: wall-clock seconds after which the next step saves anyway (a SmolLM2 SFT step takes minutes on a shared CPU,
+#: so 100 steps would lose hours to a kill); the weights do not depend on when a save happens
+SFT_CHECKPOINT_SECONDS = 600.0
 
 
 def _save_sft_state(path: Path, step: int, loss: float, lm, optimizer, scheduler, gen: torch.Generator) -> None:
@@ -95,7 +100,8 @@ def sft_warm_start(
     checkpoint: Path | None = None,
 ) -> dict[str, float]:
     """Train `lm` in place for `cfg.sft.steps` steps; returns final loss and token counts. With `checkpoint`,
-    continue from that file if it exists and save to it every `SFT_CHECKPOINT_EVERY` steps. The caller
+    continue from that file if it exists and save to it every `SFT_CHECKPOINT_EVERY` steps or
+    `SFT_CHECKPOINT_SECONDS` of wall time, whichever comes first. The caller
     removes the file once the warm start is saved and must not pass one written under other settings."""
     import agentbench_af
 
@@ -117,12 +123,15 @@ def sft_warm_start(
     loss_value, start = math.nan, 0
     if checkpoint is not None and Path(checkpoint).exists():
         start, loss_value = _load_sft_state(Path(checkpoint), lm, optimizer, scheduler, gen)
+    last_save = time.monotonic()
     for step in range(start, cfg.sft.steps):
         rows = torch.randint(0, data.batch_size, (min(cfg.sft.batch_size, data.batch_size),), generator=gen)
         loss_value = sft_step(lm, params, optimizer, data.select(rows).crop().to(device))
         scheduler.step()
-        if checkpoint is not None and (step + 1) % SFT_CHECKPOINT_EVERY == 0 and step + 1 < cfg.sft.steps:
+        due = (step + 1) % SFT_CHECKPOINT_EVERY == 0 or time.monotonic() - last_save >= SFT_CHECKPOINT_SECONDS
+        if checkpoint is not None and due and step + 1 < cfg.sft.steps:
             _save_sft_state(Path(checkpoint), step + 1, loss_value, lm, optimizer, scheduler, gen)
+            last_save = time.monotonic()
         if progress is not None:
             progress(step, loss_value)
     return {
