@@ -73,6 +73,7 @@ class RunRecord:
     curve: list[dict[str, float]] = field(default_factory=list)  # [{"step", "success", ...}]
     tokens_by_role: dict[str, int] = field(default_factory=dict)
     wall_time_s: float = 0.0
+    cpu_time_s: float = 0.0  # CPU seconds of the training process (rank 0's), all threads; 0.0 in older records
     status: str = "completed"  # completed | failed
     error: str | None = None
     git_commit: str | None = None

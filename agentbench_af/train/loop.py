@@ -145,7 +145,7 @@ def _train(cfg: TrainConfig, run: RunFolder | FollowerFolder, ranks: dp.Ranks, d
     bar = tqdm(range(start, cfg.rl.steps), desc=f"{cfg.method} {cfg.env.id}", disable=not show_progress,
                initial=start, total=cfg.rl.steps)
     for step in bar:
-        t0 = time.time()
+        t0, c0 = time.time(), time.process_time()
         batch, trajs, drawn = collect(step)
         t_rollout = time.time() - t0
         if step == 0:
@@ -166,7 +166,7 @@ def _train(cfg: TrainConfig, run: RunFolder | FollowerFolder, ranks: dp.Ranks, d
             row["eval"] = evaluate(done)
         run.log(row)
         bar.set_postfix(success=f"{row['rollout_success']:.2f}", ret=f"{row['rollout_return']:.2f}")
-        progress.add_step(row, time.time() - t0)
+        progress.add_step(row, time.time() - t0, time.process_time() - c0)
         run.checkpoint(done, learner, progress)
     bar.close()
 

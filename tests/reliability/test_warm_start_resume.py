@@ -3,9 +3,11 @@ built without a stop; the checkpoint is keyed by the warm-start settings and rem
 
 import pytest
 import torch
+import yaml
 from safetensors.torch import load_file
 from train_helpers import tiny_config
 
+from agentbench_af.train.bookkeeping.checkpoint import load_checkpoint
 from agentbench_af.train.warm import sft, warm_start
 from agentbench_af.train.warm.warm_start import prepare_warm_start, sft_checkpoint_path
 
@@ -50,7 +52,11 @@ def test_a_killed_warm_start_continues_from_its_sft_checkpoint_bit_identically(t
     with pytest.raises(Killed):
         _build_watching(monkeypatch, cfg, folder, die_at=4)  # checkpoint after step 3 of 7, killed after step 5
     assert not folder.exists() and sft_checkpoint_path(cfg, folder).exists()
+    before_kill = load_checkpoint(sft_checkpoint_path(cfg, folder))[0].extra  # time spent up to the save
     assert _build_watching(monkeypatch, cfg, folder) == [3, 4, 5, 6]  # resumed, not restarted
+    cost = yaml.safe_load((folder / "warm_start.yaml").read_text())["sft"]
+    assert cost["sft_cpu_s"] >= round(before_kill["cpu_s"], 1) > 0  # the killed process's time is kept
+    assert cost["sft_wall_s"] >= round(before_kill["wall_s"], 1) > 0
     assert not sft_checkpoint_path(cfg, folder).exists()  # removed once the folder is saved
     ref, resumed = _weights(reference), _weights(folder)
     assert ref.keys() == resumed.keys() and all(torch.equal(ref[k], resumed[k]) for k in ref)
@@ -81,3 +87,13 @@ def test_an_sft_checkpoint_is_named_by_the_settings_it_was_written_under(tmp_pat
     seven, eight = tiny_config(tmp_path, sft__steps=7), tiny_config(tmp_path, sft__steps=8)
     assert sft_checkpoint_path(seven, folder) != sft_checkpoint_path(eight, folder)
     assert sft_checkpoint_path(seven, folder).parent == tmp_path
+
+
+def test_spent_adds_the_time_of_interrupted_processes(monkeypatch):
+    clock = {"wall": 100.0, "cpu": 10.0}
+    monkeypatch.setattr(sft.time, "monotonic", lambda: clock["wall"])
+    monkeypatch.setattr(sft.time, "process_time", lambda: clock["cpu"])
+    spent = sft.Spent()
+    spent.carry({"wall_s": 30.0, "cpu_s": 20.0})  # what a killed process had spent when it saved
+    clock["wall"], clock["cpu"] = 105.0, 12.0  # this process: 5 s of wall clock, 2 s of CPU
+    assert spent.now() == {"wall_s": 35.0, "cpu_s": 22.0}

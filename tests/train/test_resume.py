@@ -18,7 +18,7 @@ from train_helpers import tiny_config, tiny_overrides
 
 from agentbench_af.io import read_jsonl
 from agentbench_af.train import loop
-from agentbench_af.train.bookkeeping.checkpoint import latest_checkpoint
+from agentbench_af.train.bookkeeping.checkpoint import latest_checkpoint, load_checkpoint
 
 # case name -> config: ppo-separate also checks that a separate critic network is checkpointed and restored;
 # grpo-lora that LoRA adapters (model.lora_rank) and their AdamW state are
@@ -82,9 +82,11 @@ def test_killed_and_resumed_run_matches(tmp_path, warm_start, uninterrupted, mon
     assert [r["step"] for r in read_jsonl(run_dir / "metrics.jsonl")] == [0, 1, 2, 3]
     with pytest.raises(FileExistsError, match="--resume"):
         loop.train(cfg, show_progress=False)
+    spent = load_checkpoint(latest_checkpoint(run_dir))[0].extra["cpu_time_s"]  # up to step 2, before the kill
     monkeypatch.setattr(loop, "collect_rollouts", real)
     loop.train(cfg, resume=True, show_progress=False)
     _assert_same(outcome_a, _outcome(run_dir))
+    assert json.loads((run_dir / "record.json").read_text())["cpu_time_s"] >= spent > 0  # the cost survives a kill
     # the run really learned something: otherwise the comparison would be vacuous
     assert any(r.get("grad_norm", 0) > 0 for r in outcome_a[1])
 

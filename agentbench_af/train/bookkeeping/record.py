@@ -31,6 +31,7 @@ class Progress:
     curve: list[dict[str, Any]] = field(default_factory=list)  # evaluations: step 0, every eval.every, last
     tokens_by_role: dict[str, int] = field(default_factory=dict)
     wall_time_s: float = 0.0
+    cpu_time_s: float = 0.0  # this process's CPU seconds, all threads (resumes add theirs)
     warm_start_success: float | None = None
     warm_start_time_s: float = 0.0
     bottleneck_warm_start: dict[str, Any] | None = None  # the first batch's snapshot (warm-start policy)
@@ -43,12 +44,13 @@ class Progress:
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
-    def add_step(self, row: dict[str, Any], seconds: float) -> None:
+    def add_step(self, row: dict[str, Any], seconds: float, cpu_seconds: float = 0.0) -> None:
         for role, n in row["tokens_by_role"].items():
             self.tokens_by_role[role] = self.tokens_by_role.get(role, 0) + n
         if "eval" in row:
             self.curve.append(row["eval"])
         self.wall_time_s += seconds
+        self.cpu_time_s += cpu_seconds
 
 
 def role_counts(batch: RolloutBatch) -> dict[str, int]:
@@ -108,7 +110,7 @@ def run_record(cfg: TrainConfig, num_params: int, env, warm: WarmStart, progress
         seed=cfg.run.seed, config_hash=config_hash(cfg), config=to_dict(cfg), protocol=protocol(cfg, env, warm),
         final_success=final["success"], final_metrics={k: v for k, v in final.items() if k != "step"},
         warm_start_success=progress.warm_start_success, curve=progress.curve, tokens_by_role=progress.tokens_by_role,
-        wall_time_s=progress.wall_time_s, bottleneck=bottleneck, warm_start=warm.to_record(),
+        wall_time_s=progress.wall_time_s, cpu_time_s=progress.cpu_time_s, bottleneck=bottleneck, warm_start=warm.to_record(),
         git_commit=git_commit(), versions=package_versions(),
         fingerprint={**environment_fingerprint(cfg.run.device), **packaged_model_source(cfg)},
         parallel={"world_size": world_size, "strategy": cfg.run.parallel if world_size > 1 else None},

@@ -154,6 +154,7 @@ class RunFolder:
         self.metrics = self.dir / "metrics.jsonl"
         self.lock = RunLock(self.dir)
         self.started = time.time()
+        self.started_cpu = time.process_time()
         self.trackers = Trackers([])
 
     def __enter__(self) -> RunFolder:
@@ -191,6 +192,7 @@ class RunFolder:
         progress.curve.append(first)
         progress.warm_start_success = first["success"]
         progress.wall_time_s = time.time() - self.started
+        progress.cpu_time_s = time.process_time() - self.started_cpu
         append_jsonl(self.metrics, {"step": 0, "eval": first})
         self.trackers.log({"step": 0, "eval": first})
         return progress

@@ -4,8 +4,9 @@ The demonstrations are built by `train.warm.demos` with the collector's own cont
 policy is warm-started on exactly the contexts it will see in RL. `SFTConfig.steps` is the budget:
 few steps leave a partial policy for RL to improve. Given a checkpoint path, the loop saves its whole
 state there every `SFT_CHECKPOINT_EVERY` steps, and after any step that ends `SFT_CHECKPOINT_SECONDS` after the
-last save (model, AdamW, schedule, sampling generator, RNGs), and a
-later call with that path continues from it, exactly as if it had not been stopped. A batch whose full
+last save (model, AdamW, schedule, sampling generator, RNGs, time spent), and a
+later call with that path continues from it, exactly as if it had not been stopped. The statistics it
+returns include its cost: wall-clock and CPU seconds (all threads of the process), summed across resumes. A batch whose full
 logits would be large (SmolLM2's 49,152-entry vocabulary) gets its log-probs from the chunked path
 (`models.forward.generated_logprobs`); the optimizer gets the trainable parameters only (the LoRA
 adapters when `model.lora_rank` > 0). Left out: packing and sequence bucketing.
@@ -55,20 +56,40 @@ SFT_CHECKPOINT_EVERY = 100
 SFT_CHECKPOINT_SECONDS = 600.0
 
 
-def _save_sft_state(path: Path, step: int, loss: float, lm, optimizer, scheduler, gen: torch.Generator) -> None:
+def _save_sft_state(path: Path, step: int, loss: float, lm, optimizer, scheduler, gen: torch.Generator,
+                    spent: dict[str, float] | None = None) -> None:
     write_state(path, TrainState(step, lm.state_dict(), optimizer.state_dict(), scheduler.state_dict(),
-                                 {"loss": loss, "generator": gen.get_state()}))
+                                 {"loss": loss, "generator": gen.get_state(), **(spent or {})}))
 
 
-def _load_sft_state(path: Path, lm, optimizer, scheduler, gen: torch.Generator) -> tuple[int, float]:
-    """Restore everything `_save_sft_state` wrote; returns (steps done, last loss)."""
+def _load_sft_state(path: Path, lm, optimizer, scheduler, gen: torch.Generator) -> tuple[int, float, dict[str, float]]:
+    """Restore everything `_save_sft_state` wrote; returns (steps done, last loss, the time spent up to the
+    save: `wall_s`, `cpu_s`, absent from a checkpoint written before time was kept)."""
     state, rng = load_checkpoint(path)
     lm.load_state_dict(state.model)
     optimizer.load_state_dict(state.optimizer)
     scheduler.load_state_dict(state.scheduler)
     gen.set_state(state.extra["generator"])
     restore_rng_states(rng)
-    return state.step, float(state.extra["loss"])
+    return state.step, float(state.extra["loss"]), {k: float(state.extra[k]) for k in ("wall_s", "cpu_s")
+                                                      if k in state.extra}
+
+
+class Spent:
+    """Wall-clock and CPU seconds (this process, all its threads) since construction, plus what earlier,
+    interrupted processes spent (`carry`)."""
+
+    def __init__(self) -> None:
+        self.earlier = {"wall_s": 0.0, "cpu_s": 0.0}
+        self.wall0, self.cpu0 = time.monotonic(), time.process_time()
+
+    def carry(self, earlier: dict[str, float]) -> None:
+        for key, seconds in earlier.items():
+            self.earlier[key] += seconds
+
+    def now(self) -> dict[str, float]:
+        return {"wall_s": self.earlier["wall_s"] + time.monotonic() - self.wall0,
+                "cpu_s": self.earlier["cpu_s"] + time.process_time() - self.cpu0}
 
 
 def sft_loss(lm: torch.nn.Module, mb: RolloutBatch) -> torch.Tensor:
@@ -107,6 +128,7 @@ def sft_warm_start(
 
     if cfg.sft.steps <= 0:
         return {"sft_steps": 0}
+    spent = Spent()
     env = agentbench_af.make(cfg.env.id, **cfg.env.overrides)
     rng = np.random.default_rng([cfg.warm_start_seed, 1])
     seeds = draw_train_seeds(env, cfg.sft.episodes, rng)
@@ -122,7 +144,8 @@ def sft_warm_start(
     lm.train()
     loss_value, start = math.nan, 0
     if checkpoint is not None and Path(checkpoint).exists():
-        start, loss_value = _load_sft_state(Path(checkpoint), lm, optimizer, scheduler, gen)
+        start, loss_value, earlier = _load_sft_state(Path(checkpoint), lm, optimizer, scheduler, gen)
+        spent.carry(earlier)
     last_save = time.monotonic()
     for step in range(start, cfg.sft.steps):
         rows = torch.randint(0, data.batch_size, (min(cfg.sft.batch_size, data.batch_size),), generator=gen)
@@ -130,7 +153,7 @@ def sft_warm_start(
         scheduler.step()
         due = (step + 1) % SFT_CHECKPOINT_EVERY == 0 or time.monotonic() - last_save >= SFT_CHECKPOINT_SECONDS
         if checkpoint is not None and due and step + 1 < cfg.sft.steps:
-            _save_sft_state(Path(checkpoint), step + 1, loss_value, lm, optimizer, scheduler, gen)
+            _save_sft_state(Path(checkpoint), step + 1, loss_value, lm, optimizer, scheduler, gen, spent.now())
             last_save = time.monotonic()
         if progress is not None:
             progress(step, loss_value)
@@ -140,4 +163,6 @@ def sft_warm_start(
         "sft_demo_episodes": len(trajs),
         "sft_demo_success": float(np.mean([t.success for t in trajs])),
         "sft_response_tokens": int(data.response_mask.sum()),
+        "sft_wall_s": round(spent.now()["wall_s"], 1),  # demonstrations and steps, across resumes
+        "sft_cpu_s": round(spent.now()["cpu_s"], 1),
     }
