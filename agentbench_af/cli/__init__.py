@@ -4,8 +4,8 @@ from importlib import import_module
 
 from agentbench_af.cli.app import app
 
-_COMMAND_MODULES = ("envs", "train", "config", "diagnose", "results", "factorial", "sweep", "reproduce", "verify",
-                    "methods")
+_COMMAND_MODULES = ("envs", "train", "config", "diagnose", "results", "factorial", "study", "sweep", "reproduce",
+                    "verify", "methods")
 
 for _name in _COMMAND_MODULES:
     try:

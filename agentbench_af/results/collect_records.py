@@ -51,6 +51,7 @@ def records_frame(paths: Iterable[str | Path]) -> pd.DataFrame:
                 "error": r.error,
                 "wall_time_s": r.wall_time_s,
                 "cpu_time_s": r.cpu_time_s,
+                "warm_key": (r.warm_start or {}).get("key"),  # the warm start's settings key
                 "eval_episodes": r.protocol.get("eval_episodes"),
                 "eval_temperature": r.protocol.get("eval_temperature"),
                 "rl_steps": r.protocol.get("rl_steps"),
@@ -66,7 +67,7 @@ def records_frame(paths: Iterable[str | Path]) -> pd.DataFrame:
         )
     columns = ["path", "env", "model", "model_params", "method", "seed", "config_hash", "final_success",
                "warm_start_success", "final_greedy", "warm_start_greedy", "status", "git_commit", "error",
-               "wall_time_s", "cpu_time_s", "eval_episodes", "eval_temperature", "rl_steps", "group_size", "prompts_per_step",
+               "wall_time_s", "cpu_time_s", "warm_key", "eval_episodes", "eval_temperature", "rl_steps", "group_size", "prompts_per_step",
                "catalogue", "sft_steps", "rl_lr", "max_turns", "context_mode", "bottleneck"]
     frame = pd.DataFrame(rows, columns=columns)
     # nullable integers: a column with gaps (older records lack a field) stays integer, not 5.0

@@ -1,0 +1,187 @@
+"""A paired study's analysis from run records: does each base method learn, and what does each weighting
+of it change, paired by seed.
+
+1. **Learning** (per env, model and method): each seed's change from its warm start, at T = 1 and greedy,
+   with mean, paired SE over seeds and seeds above / below. A base method (a name without `+`) *learns*
+   where the learnable-benchmark bar holds: mean change at T = 1 at least `LEARN_SE` (4) paired SEs above
+   zero, mean greedy change above zero, and at least ceil(5 n / 6) of its n seeds above their warm start at
+   T = 1 (5 of 6).
+2. **Contrasts** (per env, model and `treated` vs `base` pair): per-seed differences of final success,
+   mean, paired SE, seeds won / lost, two-sided paired t-test, sign test and Wilcoxon signed-rank p. The
+   primary contrasts (T = 1) get Holm's correction of the t-test's p across every (env, model, pair); the
+   greedy ones are secondary and uncorrected. A primary contrast reads "better" / "worse" only where Holm's
+   p < alpha; "better" counts only where its base learns (else "held / lost less"), and every contrast is
+   reported whatever it shows.
+
+Seeds are paired only where both runs exist and branched from one warm start (the same settings key and the
+same step-0 evaluation, sampled and greedy); other seeds are listed as unpaired.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from agentbench_af.results.collect_records import records_frame
+from agentbench_af.results.factorial import METRICS, TIE, WARM, holm, paired_stats
+
+LEARN_SE = 4.0
+
+
+@dataclass(frozen=True)
+class StudySpec:
+    """`pairs`: (treated, base) method names; empty = every `<base>+<weighting>` whose base is present."""
+
+    pairs: tuple[tuple[str, str], ...] = ()
+    alpha: float = 0.05
+
+
+def study_records(paths: Iterable[str | Path]) -> pd.DataFrame:
+    """The completed records under `paths` with the columns the analysis reads (one row per run)."""
+    frame = records_frame(paths)
+    frame = frame[frame["status"] == "completed"].copy()
+    frame["seed"] = frame["seed"].astype(int)
+    duplicated = frame.duplicated(["env", "model", "method", "seed"], keep=False)
+    if duplicated.any():
+        twice = frame[duplicated].sort_values(["env", "model", "method", "seed"])
+        raise ValueError("two records for one (env, model, method, seed): "
+                         + ", ".join(twice["path"].head(4)) + (" ..." if len(twice) > 4 else ""))
+    return frame
+
+
+def default_pairs(methods: Iterable[str]) -> tuple[tuple[str, str], ...]:
+    """(treated, base) for every `<base>+<weighting>` among `methods` whose `<base>` is there too."""
+    present = set(methods)
+    return tuple((m, m.split("+", 1)[0]) for m in sorted(present) if "+" in m and m.split("+", 1)[0] in present)
+
+
+def seeds_needed(n: int) -> int:
+    """Seeds that must end above their warm start: ceil(5 n / 6) (5 of 6)."""
+    return math.ceil(5 * n / 6 - 1e-9)
+
+
+def learning(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per (env, model, method): change from the warm start at T = 1 and greedy, and the bar."""
+    rows = []
+    for (env, model, method), part in frame.groupby(["env", "model", "method"], sort=True):
+        row: dict[str, Any] = {"env": env, "model": model, "method": method, "n": len(part)}
+        for metric, name in (("final_success", "t1"), ("final_greedy", "greedy")):
+            stats = paired_stats(part[metric].astype(float) - part[WARM[metric]].astype(float))
+            row.update({f"{name}_warm": float(part[WARM[metric]].astype(float).mean()),
+                        f"{name}_final": float(part[metric].astype(float).mean()),
+                        f"{name}_change": stats["mean"], f"{name}_se": stats["se"],
+                        f"{name}_up": stats["wins"], f"{name}_down": stats["losses"]})
+        row["base"] = "+" not in method
+        row["learns"] = bool(row["t1_change"] >= LEARN_SE * row["t1_se"] and row["t1_change"] > TIE
+                             and row["greedy_change"] > TIE and row["t1_up"] >= seeds_needed(row["n"]))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _warm_identity(row: pd.Series) -> tuple[Any, ...]:
+    return tuple(None if v is None or (isinstance(v, float) and math.isnan(v)) else v
+                 for v in (row["warm_key"], row["warm_start_success"], row["warm_start_greedy"]))
+
+
+def contrasts(frame: pd.DataFrame, spec: StudySpec, learned: pd.DataFrame) -> pd.DataFrame:
+    """One row per (env, model, pair, metric); primary rows (T = 1) carry `holm_p` and a verdict."""
+    pairs = spec.pairs or default_pairs(frame["method"].unique())
+    if not pairs:
+        raise ValueError("no (treated, base) pair: name them (e.g. grpo+actfocus:grpo) or include both methods")
+    learns = {(r["env"], r["model"], r["method"]): r["learns"] for r in learned.to_dict("records")}
+    rows: list[dict[str, Any]] = []
+    for (env, model), part in frame.groupby(["env", "model"], sort=True):
+        for treated, base in pairs:
+            t = part[part["method"] == treated].set_index("seed")
+            b = part[part["method"] == base].set_index("seed")
+            if t.empty or b.empty:
+                continue
+            common = sorted(set(t.index) & set(b.index))
+            paired = [s for s in common if _warm_identity(t.loc[s]) == _warm_identity(b.loc[s])]
+            unpaired = sorted((set(t.index) | set(b.index)) - set(paired))
+            for metric, label in METRICS.items():
+                diffs = t.loc[paired, metric].astype(float) - b.loc[paired, metric].astype(float)
+                rows.append({"env": env, "model": model, "treated": treated, "base": base, "metric": label,
+                             "primary": metric == "final_success", **paired_stats(diffs),
+                             "base_learns": learns.get((env, model, base), False),
+                             "seeds": ",".join(map(str, paired)), "unpaired": ",".join(map(str, unpaired))})
+    out = pd.DataFrame(rows)
+    if out.empty:
+        raise ValueError(f"no pair {', '.join(f'{t} vs {b}' for t, b in pairs)} has runs of both methods")
+    out["holm_p"] = math.nan
+    primary = out.index[out["primary"]]
+    out.loc[primary, "holm_p"] = holm(out.loc[primary, "t_p"].tolist())
+    out["verdict"] = [_verdict(r, spec.alpha) for r in out.to_dict("records")]
+    return out
+
+
+def _verdict(row: dict[str, Any], alpha: float) -> str:
+    if not row["primary"]:
+        return ""
+    p = row["holm_p"]
+    if math.isnan(p) or p >= alpha or abs(row["mean"]) <= TIE:
+        return "not distinguished"
+    if row["mean"] < 0:
+        return "worse"
+    return "better" if row["base_learns"] else "held / lost less (base did not learn)"
+
+
+def _pm(mean: float, se: float, up: int, down: int, n: int) -> str:
+    se_text = "" if math.isnan(se) else f" ± {se * 100:.1f}"
+    return f"{mean * 100:+.1f}{se_text} ({up}+/{down}- of {n})"
+
+
+def _p(p: float) -> str:
+    return "-" if math.isnan(p) else f"{p:.3f}"
+
+
+def to_markdown(learned: pd.DataFrame, table: pd.DataFrame, spec: StudySpec) -> str:
+    lines = [
+        "# Study: learning from the warm start, and each weighting against its base",
+        "",
+        "Success in points (percent of evaluation episodes). Runs of one seed branch from one warm start.",
+        "",
+        "## Change from the warm start",
+        "",
+        f"Mean over seeds ± paired SE (seeds above / below their warm start of n). A base method learns where its "
+        f"mean change at T = 1 is at least {LEARN_SE:g} SE above zero, its mean greedy change is above zero and "
+        "at least 5 of 6 seeds (ceil(5 n / 6)) end above their warm start at T = 1.",
+        "",
+        "| env | model | method | warm start T = 1 / greedy | final T = 1 / greedy | change T = 1 | change greedy | learns |",
+        "|:--|:--|:--|--:|--:|:--|:--|:--|",
+    ]
+    for r in learned.to_dict("records"):
+        verdict = ("yes" if r["learns"] else "no") if r["base"] else ""
+        lines.append(
+            f"| {r['env']} | {r['model']} | {r['method']} | {r['t1_warm'] * 100:.1f} / {r['greedy_warm'] * 100:.1f} | "
+            f"{r['t1_final'] * 100:.1f} / {r['greedy_final'] * 100:.1f} | "
+            f"{_pm(r['t1_change'], r['t1_se'], r['t1_up'], r['t1_down'], r['n'])} | "
+            f"{_pm(r['greedy_change'], r['greedy_se'], r['greedy_up'], r['greedy_down'], r['n'])} | {verdict} |")
+    lines += [
+        "",
+        "## Each weighting against its base, paired by seed",
+        "",
+        "Treated minus base, mean ± paired SE (seeds won / lost of n); two-sided p of the paired t-test, sign "
+        "test and Wilcoxon signed-rank test; Holm: the t-test's p corrected across the primary (T = 1, bold) "
+        f"contrasts; the verdict at alpha {spec.alpha} counts a gain only where the base learns.",
+        "",
+        "| env | model | contrast | metric | difference | t p | sign p | Wilcoxon p | Holm p | verdict |",
+        "|:--|:--|:--|:--|:--|--:|--:|--:|--:|:--|",
+    ]
+    for r in table.to_dict("records"):
+        name = f"{r['treated']} vs {r['base']}"
+        name = f"**{name}**" if r["primary"] else name
+        lines.append(f"| {r['env']} | {r['model']} | {name} | {r['metric']} | "
+                     f"{_pm(r['mean'], r['se'], r['wins'], r['losses'], r['n'])} | {_p(r['t_p'])} | "
+                     f"{_p(r['sign_p'])} | {_p(r['wilcoxon_p'])} | {_p(r['holm_p'])} | {r['verdict']} |")
+    unpaired = sorted({(r["env"], r["model"], f"{r['treated']} vs {r['base']}", r["unpaired"])
+                       for r in table.to_dict("records") if r["unpaired"]})
+    if unpaired:
+        lines += ["", "Seeds left out of a contrast (a run missing, or warm starts that differ): " + "; ".join(
+            f"{e} {m} {c}: {u}" for e, m, c, u in unpaired)]
+    return "\n".join(lines) + "\n"
