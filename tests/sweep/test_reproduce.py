@@ -84,6 +84,24 @@ def test_the_sudoku_companion_keeps_cpu_confirms_protocol():
     assert len(starts) == 6 and all(len(m) == 6 for m in starts.values())  # one warm start per seed
 
 
+def test_the_learnable_study_matches_rates_within_a_base_and_uses_fresh_seeds():
+    study = expand(load_sweep_spec(preset_path("cpu-learnable")))
+    earlier = {r.run.seed for name in ("cpu-quick", "cpu-full", "cpu-confirm", "cpu-confirm-lr", "cpu-confirm-sudoku",
+                                       "cpu-confirm-2x2") for r in expand(load_sweep_spec(preset_path(name)))}
+    seeds = {r.run.seed for r in study}
+    assert len(seeds) >= 6 and not seeds & earlier and not any(900 <= s < 1000 for s in seeds)  # 900+: tuning
+    for base in ("ppo", "grpo"):
+        family = [r for r in study if r.method.split("+")[0] == base]
+        # one rate and one set of loss settings per base method, shared by its weightings
+        assert len({(r.rl.lr, r.loss.agg, r.loss.kl_coef, r.credit.grpo_norm_by_std) for r in family}) == 1
+    assert {r.method for r in study} == {"ppo", "ppo+actfocus", "grpo", "grpo+actfocus", "grpo+actfocus-reasoning-only"}
+    assert all(r.eval.episodes >= 256 and r.eval.also_greedy and r.eval.temperature == 1.0 for r in study)
+    starts: dict[str, set[str]] = {}
+    for r in study:
+        starts.setdefault(r.run.init_from, set()).add(r.method)
+    assert len(starts) == 12 and all(len(m) == 5 for m in starts.values())  # one warm start per (env, seed)
+
+
 def chosen_rates_of_the_committed_sweep() -> dict[str, float]:
     """cpu-confirm-lr's rule on its committed records: per method, the rl.lr with the highest mean
     final success at T = 1 over its environments and seeds; a tie goes to the smaller rate."""
