@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from agentbench_af.credit.method_label import label_of_config
 from agentbench_af.results.record import RunRecord
 
 
@@ -39,7 +40,7 @@ def records_frame(paths: Iterable[str | Path]) -> pd.DataFrame:
                 "env": r.env_id,
                 "model": r.model,
                 "model_params": r.model_params,
-                "method": r.method,
+                "method": label_of_config({**r.config, "method": r.method}),  # e.g. grpo@gspo
                 "seed": r.seed,
                 "config_hash": r.config_hash,
                 "final_success": r.final_success,

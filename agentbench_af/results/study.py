@@ -1,8 +1,9 @@
 """A paired study's analysis from run records: does each base method learn, and what does each weighting
 of it change, paired by seed.
 
+Methods are named by their label (`credit.method_label`: `grpo+actfocus`, `grpo@gspo`).
 1. **Learning** (per env, model and method): each seed's change from its warm start, at T = 1 and greedy,
-   with mean, paired SE over seeds and seeds above / below. A base method (a name without `+`) *learns*
+   with mean, paired SE over seeds and seeds above / below. A base method (no `+` or `@`) *learns*
    where the learnable-benchmark bar holds: mean change at T = 1 at least `LEARN_SE` (4) paired SEs above
    zero, mean greedy change above zero, and at least ceil(5 n / 6) of its n seeds above their warm start at
    T = 1 (5 of 6).
@@ -37,7 +38,7 @@ LEARN_SE = 4.0
 class StudySpec:
     """`pairs`: (treated, base) method names; empty = every `<base>+<weighting>` whose base is present."""
 
-    pairs: tuple[tuple[str, str], ...] = ()
+    pairs: tuple[tuple[str, str], ...] = ()  # (treated, base) method labels
     alpha: float = 0.05
 
 
@@ -54,10 +55,16 @@ def study_records(paths: Iterable[str | Path]) -> pd.DataFrame:
     return frame
 
 
+def base_of(label: str) -> str:
+    """The base method of a method label: `grpo+actfocus` and `grpo@gspo` -> `grpo`."""
+    return label.split("@", 1)[0].split("+", 1)[0]
+
+
 def default_pairs(methods: Iterable[str]) -> tuple[tuple[str, str], ...]:
-    """(treated, base) for every `<base>+<weighting>` among `methods` whose `<base>` is there too."""
+    """(treated, base) for every label among `methods` with a weighting or an update rule (`<base>+<weighting>`,
+    `<base>@<policy>`) whose base method is there too."""
     present = set(methods)
-    return tuple((m, m.split("+", 1)[0]) for m in sorted(present) if "+" in m and m.split("+", 1)[0] in present)
+    return tuple((m, base_of(m)) for m in sorted(present) if base_of(m) != m and base_of(m) in present)
 
 
 def seeds_needed(n: int) -> int:
@@ -76,7 +83,7 @@ def learning(frame: pd.DataFrame) -> pd.DataFrame:
                         f"{name}_final": float(part[metric].astype(float).mean()),
                         f"{name}_change": stats["mean"], f"{name}_se": stats["se"],
                         f"{name}_up": stats["wins"], f"{name}_down": stats["losses"]})
-        row["base"] = "+" not in method
+        row["base"] = base_of(method) == method
         row["learns"] = bool(row["t1_change"] >= LEARN_SE * row["t1_se"] and row["t1_change"] > TIE
                              and row["greedy_change"] > TIE and row["t1_up"] >= seeds_needed(row["n"]))
         rows.append(row)

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from agentbench_af.config import ConfigError, apply_overrides, from_dict, read_yaml_mapping, to_dict
+from agentbench_af.credit.method_label import split_label
 from agentbench_af.train.config import TrainConfig, train_config_from_dict
 
 
@@ -152,9 +153,11 @@ def expand(spec: SweepSpec) -> list[TrainConfig]:
     out: list[TrainConfig] = []
     cells = [(env_id, model) for env_id in envs for model in spec.per_env_models.get(env_id, models)]
     for (env_id, model), method, (variant_name, variant), seed in product(cells, methods, variants, seeds):
-        grid = [f"env.id={env_id}", f"method={method}", f"run.seed={seed}"]
+        method_name, label_settings = split_label(method)  # `grpo@gspo`: grpo with loss.policy=gspo
+        grid = [f"env.id={env_id}", f"method={method_name}", f"run.seed={seed}"]
         grid += _model_override(model) if model else []
-        chosen = [*spec.overrides, *spec.per_env.get(env_id, []), *spec.per_method.get(method, []), *variant]
+        chosen = [*spec.overrides, *spec.per_env.get(env_id, []), *spec.per_method.get(method, []), *variant,
+                  *label_settings]
         cfg = train_config_from_dict(apply_overrides(base, grid + chosen), spec.imports)
         name = cfg.run.name or cfg.run_label + (f"-{variant_name}" if variant_name else "")
         run = {"out_dir": str(runs_dir), "name": name, "threads": spec.threads_per_run}

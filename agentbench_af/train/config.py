@@ -382,9 +382,16 @@ class TrainConfig:
 
     @property
     def run_label(self) -> str:
-        """`<env>-<method>-<model>-s<seed>`: what a sweep names its runs (its grid keeps them apart)."""
+        """`<env>-<method label>-<model>-s<seed>`: what a sweep names its runs (its grid keeps them apart)."""
         model = self.model.path.rstrip("/").split("/")[-1] if self.model.path else self.model.name
-        return f"{self.env.id}-{self.method}-{model}-s{self.run.seed}"
+        return f"{self.env.id}-{self.method_label}-{model}-s{self.run.seed}"
+
+    @property
+    def method_label(self) -> str:
+        """The method with its non-default update rule, e.g. `grpo@gspo` (see `credit.method_label`)."""
+        from agentbench_af.credit.method_label import method_label
+
+        return method_label(self.method, self.loss.policy, self.rl.token_passes, self.rollout.dynamic_sampling)
 
     @property
     def run_name(self) -> str:

@@ -115,3 +115,17 @@ def test_cli_writes_the_tables_and_rejects_a_bad_pair(records):
     assert empty.exit_code == 2 and "no pair" in empty.output
     csv = pd.read_csv(records / "study.csv")
     assert list(csv["treated"]) == ["grpo+actfocus"] * 2 and csv["mean"].tolist() == pytest.approx([0.04, 0.0])
+
+
+def test_a_run_under_another_policy_loss_is_its_own_row_paired_with_its_base(records):
+    for seed, value in zip(SEEDS, GRPO, strict=True):
+        RunRecord(env_id="FrozenLake-4x4-v0", method="grpo", model="tiny-0.7m", model_params=1, seed=seed,
+                  config_hash="gspo", config={"method": "grpo", "loss": {"policy": "gspo"}}, protocol={},
+                  final_success=value + 0.01, final_metrics={"greedy_success": 0.35}, warm_start_success=0.20,
+                  curve=[{"step": 0, "success": 0.20, "greedy_success": 0.30}], warm_start={"key": "k"},
+                  ).save(records / f"gspo-s{seed}")
+    frame = study_records([records])
+    assert sorted(frame["method"].unique()) == ["grpo", "grpo+actfocus", "grpo@gspo", "ppo", "ppo+actfocus"]
+    table = contrasts(frame, StudySpec(), learning(frame))
+    row = table[(table["treated"] == "grpo@gspo") & table["primary"]].iloc[0]
+    assert row["base"] == "grpo" and row["mean"] == pytest.approx(0.01) and row["n"] == 6

@@ -150,3 +150,17 @@ def test_per_method_overrides_and_variants_axis(tmp_path, tiny_base):
         _spec(tmp_path, tiny_base, grid={"methods": ["grpo"]}, per_method={"ppo": ["rl.lr=1"]})
     with pytest.raises(ConfigError, match="variants.a: expected a list"):
         _spec(tmp_path, tiny_base, variants={"a": "rl.lr=1"})
+
+
+def test_grid_methods_may_be_labels_with_their_update_rule(tmp_path, tiny_base):
+    spec = _spec(tmp_path, tiny_base, grid={"methods": ["grpo", "grpo@gspo", "grpo+ar@lopti"], "seeds": [0]},
+                 per_method={"grpo@gspo": ["loss.clip_eps_low=0.0003"]})
+    plain, gspo, ar = expand(spec)
+    assert (plain.method, plain.loss.policy, plain.method_label) == ("grpo", "ppo-clip", "grpo")
+    assert (gspo.method, gspo.loss.policy, gspo.loss.clip_eps_low) == ("grpo", "gspo", 0.0003)
+    assert (ar.method, ar.rl.token_passes, ar.credit.weighting) == ("grpo+ar", "lopti", "ar")
+    assert [c.run.name for c in (plain, gspo, ar)] == [
+        "FrozenLake-4x4-v0-grpo-tiny-0.2m-s0", "FrozenLake-4x4-v0-grpo@gspo-tiny-0.2m-s0",
+        "FrozenLake-4x4-v0-grpo+ar@lopti-tiny-0.2m-s0"]
+    with pytest.raises(ConfigError, match="unknown policy loss|not registered|policy"):
+        expand(_spec(tmp_path, tiny_base, grid={"methods": ["grpo@no-such-loss"]}))
