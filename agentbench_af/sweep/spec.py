@@ -34,6 +34,7 @@ from typing import Any, Literal
 from agentbench_af.config import ConfigError, apply_overrides, from_dict, read_yaml_mapping, to_dict
 from agentbench_af.credit.method_label import split_label
 from agentbench_af.train.config import TrainConfig, train_config_from_dict
+from agentbench_af.train.warm.warm_start import same_warm_start_data
 
 
 @dataclass(frozen=True)
@@ -130,9 +131,9 @@ def warm_start_key(cfg: TrainConfig) -> str:
 
     The hash covers everything the warm start depends on (env, model, sft, rollout), so a changed SFT
     budget never reuses a stale warm start from the same folder. `credit.format_role` is not in it: SFT
-    trains on every generated token whatever its role."""
+    trains on every generated token whatever its role; nor is dynamic sampling, which SFT never does."""
     model = cfg.model.path.rstrip("/").split("/")[-1] if cfg.model.path else cfg.model.name
-    data = {k: v for k, v in to_dict(cfg).items() if k in WARM_START_FIELDS}
+    data = same_warm_start_data({k: v for k, v in to_dict(cfg).items() if k in WARM_START_FIELDS})
     digest = hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:8]
     return f"{cfg.env.id}-{model}-s{cfg.warm_start_seed}-{digest}"
 

@@ -102,6 +102,24 @@ def test_the_learnable_study_matches_rates_within_a_base_and_uses_fresh_seeds():
     assert len(starts) == 12 and all(len(m) == 5 for m in starts.values())  # one warm start per (env, seed)
 
 
+def test_the_zoo_branches_from_the_learnable_studys_warm_starts_at_grpos_settings():
+    zoo = expand(load_sweep_spec(preset_path("cpu-zoo")))
+    study = expand(load_sweep_spec(preset_path("cpu-learnable")))
+    warm_of = {(r.env.id, r.run.seed): Path(r.run.init_from).name for r in study}
+    assert all(Path(r.run.init_from).name == warm_of[(r.env.id, r.run.seed)] for r in zoo)  # one warm start per seed
+    grpo = {(r.env.id, r.run.seed): r for r in study if r.method == "grpo"}
+    own = {"grpo@dr-grpo": {"agg"}, "grpo@gspo": {"clip_eps_low", "clip_eps_high"},
+           "grpo@ds": {"clip_eps_high", "agg", "kl_coef"}}  # what defines the method, besides its label
+    for r in zoo:
+        base = grpo[(r.env.id, r.run.seed)]
+        assert (r.rl.lr, r.rl.steps, r.rl.prompts_per_step, r.eval.episodes) == (
+            base.rl.lr, base.rl.steps, base.rl.prompts_per_step, base.eval.episodes)
+        differs = {k for k in ("agg", "kl_coef", "clip_eps_low", "clip_eps_high")
+                   if getattr(r.loss, k) != getattr(base.loss, k)}
+        assert differs == own.get(r.method_label, set()), r.method_label
+    assert len({r.method_label for r in zoo}) == 18 and {r.run.seed for r in zoo} <= {r.run.seed for r in study}
+
+
 def chosen_rates_of_the_committed_sweep() -> dict[str, float]:
     """cpu-confirm-lr's rule on its committed records: per method, the rl.lr with the highest mean
     final success at T = 1 over its environments and seeds; a tie goes to the smaller rate."""

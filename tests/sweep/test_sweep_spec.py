@@ -111,6 +111,7 @@ def test_warm_start_key_changes_with_sft_not_with_rl(tiny_base):
     from agentbench_af.config import from_dict
     from agentbench_af.sweep.spec import warm_start_key
     from agentbench_af.train.config import TrainConfig
+    from agentbench_af.train.warm.warm_start import settings_key, warm_start_settings
 
     base = from_dict(TrainConfig, tiny_base)
     same = from_dict(TrainConfig, {**tiny_base, "rl": {**tiny_base["rl"], "steps": 7}, "method": "ppo+actfocus"})
@@ -118,6 +119,10 @@ def test_warm_start_key_changes_with_sft_not_with_rl(tiny_base):
     fmt = from_dict(TrainConfig, {**tiny_base, "credit": {**tiny_base.get("credit", {}), "format_role": "action"}})
     assert warm_start_key(base) == warm_start_key(same) == warm_start_key(fmt)  # SFT ignores token roles
     assert warm_start_key(base) != warm_start_key(other)
+    dapo = from_dict(TrainConfig, {**tiny_base, "rollout": {**tiny_base.get("rollout", {}), "dynamic_sampling": True,
+                                                            "dynamic_sampling_max_rounds": 5}})
+    assert warm_start_key(dapo) == warm_start_key(base)  # SFT never samples
+    assert settings_key(warm_start_settings(dapo)) == settings_key(warm_start_settings(base))
     assert warm_start_key(base).startswith("FrozenLake-4x4-v0-tiny-0.2m-s0-")
 
 

@@ -30,6 +30,7 @@ from agentbench_af.io import atomic_dir, atomic_write_text
 from agentbench_af.models.checkpointing import enable_checkpointing
 from agentbench_af.models.lora import add_lora
 from agentbench_af.models.policy import Policy, build_policy
+from agentbench_af.rollout.types import RolloutConfig
 from agentbench_af.train.config import TrainConfig
 from agentbench_af.train.warm.sft import sft_warm_start
 
@@ -38,15 +39,29 @@ WARM_START_FIELDS = ("env", "model", "sft", "rollout")
 RECORD_FILE = "warm_start.yaml"
 
 
+#: rollout settings that only RL sampling reads, set to their defaults in a warm start's settings: SFT never
+#: samples, so a run with DAPO's dynamic sampling branches from the same warm start as one without (set, not
+#: dropped, so that the keys of warm starts built before this stay as they were)
+RL_ONLY_ROLLOUT = ("dynamic_sampling", "dynamic_sampling_max_rounds")
+
+
+def same_warm_start_data(data: dict[str, Any]) -> dict[str, Any]:
+    """`data` (a config's warm-start sections, as plain data) with the `RL_ONLY_ROLLOUT` fields at their defaults."""
+    defaults = RolloutConfig()
+    rollout = {**data["rollout"], **{k: getattr(defaults, k) for k in RL_ONLY_ROLLOUT if k in data["rollout"]}}
+    return {**data, "rollout": rollout}
+
+
 def warm_start_settings(cfg: TrainConfig) -> dict[str, Any]:
     """Everything that decides the warm start `cfg` builds, as plain data (not `credit.format_role`: SFT
-    trains on every generated token whatever its role; not `model.gradient_checkpointing`: it changes
+    trains on every generated token whatever its role; not the `RL_ONLY_ROLLOUT` sampling settings (at their
+    defaults); not `model.gradient_checkpointing`: it changes
     the SFT's memory, not its gradients; not the `model.lora_*` fields while `model.lora_rank` is 0: they
     do nothing then, and a warm start built before they existed keeps its key)."""
     data = {k: v for k, v in to_dict(cfg).items() if k in WARM_START_FIELDS}
     data["model"] = {k: v for k, v in data["model"].items()
                      if k != "gradient_checkpointing" and not (k.startswith("lora_") and cfg.model.lora_rank == 0)}
-    return {**data, "seed": cfg.warm_start_seed}
+    return {**same_warm_start_data(data), "seed": cfg.warm_start_seed}
 
 
 def settings_key(settings: dict[str, Any]) -> str:
