@@ -40,7 +40,7 @@ def study_command(
         typer.echo(f"error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", err=True)
         raise typer.Exit(2) from exc
     out_dir = out or (dirs[0] if dirs[0].is_dir() else dirs[0].parent)
-    text = to_markdown(learned, table, spec)
+    text = to_markdown(learned, table, spec, frame)
     atomic_write_text(out_dir / "study.md", text)
     atomic_write_text(out_dir / "study.csv", table.to_csv(index=False, float_format="%.6g"))
     atomic_write_text(out_dir / "study-learning.csv", learned.to_csv(index=False, float_format="%.6g"))

@@ -147,7 +147,17 @@ def _p(p: float) -> str:
     return "-" if math.isnan(p) else f"{p:.3f}"
 
 
-def to_markdown(learned: pd.DataFrame, table: pd.DataFrame, spec: StudySpec) -> str:
+def cost_line(frame: pd.DataFrame) -> str:
+    """The runs' summed CPU and wall-clock hours (warm starts not included: their SFT cost is in each warm
+    start's `warm_start.yaml`); records written before CPU time was kept count 0 and are named."""
+    cpu = frame["cpu_time_s"].fillna(0.0).astype(float)
+    untimed = int((cpu <= 0).sum())
+    text = (f"Cost of the {len(frame)} runs (RL and evaluation, warm starts not included): "
+            f"{cpu.sum() / 3600:.1f} CPU-hours, {frame['wall_time_s'].astype(float).sum() / 3600:.1f} hours of wall time")
+    return text + (f"; {untimed} records carry no CPU time." if untimed else ".")
+
+
+def to_markdown(learned: pd.DataFrame, table: pd.DataFrame, spec: StudySpec, frame: pd.DataFrame | None = None) -> str:
     lines = [
         "# Study: learning from the warm start, and each weighting against its base",
         "",
@@ -186,6 +196,7 @@ def to_markdown(learned: pd.DataFrame, table: pd.DataFrame, spec: StudySpec) -> 
         lines.append(f"| {r['env']} | {r['model']} | {name} | {r['metric']} | "
                      f"{_pm(r['mean'], r['se'], r['wins'], r['losses'], r['n'])} | {_p(r['t_p'])} | "
                      f"{_p(r['sign_p'])} | {_p(r['wilcoxon_p'])} | {_p(r['holm_p'])} | {r['verdict']} |")
+    lines += ["", cost_line(frame)] if frame is not None else []
     unpaired = sorted({(r["env"], r["model"], f"{r['treated']} vs {r['base']}", r["unpaired"])
                        for r in table.to_dict("records") if r["unpaired"]})
     if unpaired:

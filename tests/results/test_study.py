@@ -108,6 +108,7 @@ def test_cli_writes_the_tables_and_rejects_a_bad_pair(records):
     assert done.exit_code == 0, done.output
     text = (records / "study.md").read_text()
     assert "**grpo+actfocus vs grpo**" in text and "ppo+actfocus vs ppo" not in text
+    assert "Cost of the 24 runs" in text and "0.0 CPU-hours" in text and "24 records carry no CPU time" in text
     assert "| FrozenLake-4x4-v0 | tiny-0.7m | grpo | 20.0 / 30.0 | 30.0 / 35.0 | +10.0 ± 0.6 (6+/0- of 6)" in text
     bad = runner.invoke(app, ["study", str(records), "--pair", "grpo+actfocus"])
     assert bad.exit_code != 0 and "TREATED:BASE" in bad.output
@@ -129,3 +130,11 @@ def test_a_run_under_another_policy_loss_is_its_own_row_paired_with_its_base(rec
     table = contrasts(frame, StudySpec(), learning(frame))
     row = table[(table["treated"] == "grpo@gspo") & table["primary"]].iloc[0]
     assert row["base"] == "grpo" and row["mean"] == pytest.approx(0.01) and row["n"] == 6
+
+
+def test_cost_line_sums_cpu_and_wall_hours():
+    from agentbench_af.results.study import cost_line
+
+    frame = pd.DataFrame({"cpu_time_s": [1800.0, 5400.0, None], "wall_time_s": [3600.0, 7200.0, 1800.0]})
+    assert cost_line(frame) == ("Cost of the 3 runs (RL and evaluation, warm starts not included): 2.0 CPU-hours, "
+                                "3.5 hours of wall time; 1 records carry no CPU time.")
