@@ -176,9 +176,9 @@ def contrasts(frame: pd.DataFrame, spec: FactorialSpec) -> pd.DataFrame:
     return out
 
 
-def _verdict(row: dict[str, Any], alpha: float, base_from_warm: float | None) -> str:
-    """Primary rows only: "better" / "worse" where Holm's p < alpha; a "better" whose base did not end
-    above its warm start (mean change <= 0) reads "held / lost less"; else "not distinguished"."""
+def primary_verdict(row: dict[str, Any], alpha: float, base_learned: bool, held: str = "held / lost less") -> str:
+    """Primary rows only: "better" / "worse" where Holm's p < alpha; a "better" whose base did not learn
+    reads `held`; else "not distinguished" (and "" for a secondary row)."""
     if not row["primary"]:
         return ""
     p = row["holm_p"]
@@ -186,7 +186,12 @@ def _verdict(row: dict[str, Any], alpha: float, base_from_warm: float | None) ->
         return "not distinguished"
     if row["mean"] < 0:
         return "worse"
-    return "better" if base_from_warm is not None and base_from_warm > TIE else "held / lost less"
+    return "better" if base_learned else held
+
+
+def _verdict(row: dict[str, Any], alpha: float, base_from_warm: float | None) -> str:
+    """A "better" counts where the base ended above its warm start (mean change > 0)."""
+    return primary_verdict(row, alpha, base_from_warm is not None and base_from_warm > TIE)
 
 
 def _p(p: float) -> str:

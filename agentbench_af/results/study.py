@@ -29,7 +29,7 @@ from typing import Any
 import pandas as pd
 
 from agentbench_af.results.collect_records import records_frame
-from agentbench_af.results.factorial import METRICS, TIE, WARM, holm, paired_stats
+from agentbench_af.results.factorial import METRICS, TIE, WARM, holm, paired_stats, primary_verdict
 
 LEARN_SE = 4.0
 
@@ -123,19 +123,9 @@ def contrasts(frame: pd.DataFrame, spec: StudySpec, learned: pd.DataFrame) -> pd
     out["holm_p"] = math.nan
     primary = out.index[out["primary"]]
     out.loc[primary, "holm_p"] = holm(out.loc[primary, "t_p"].tolist())
-    out["verdict"] = [_verdict(r, spec.alpha) for r in out.to_dict("records")]
+    out["verdict"] = [primary_verdict(r, spec.alpha, r["base_learns"], "held / lost less (base did not learn)")
+                      for r in out.to_dict("records")]
     return out
-
-
-def _verdict(row: dict[str, Any], alpha: float) -> str:
-    if not row["primary"]:
-        return ""
-    p = row["holm_p"]
-    if math.isnan(p) or p >= alpha or abs(row["mean"]) <= TIE:
-        return "not distinguished"
-    if row["mean"] < 0:
-        return "worse"
-    return "better" if row["base_learns"] else "held / lost less (base did not learn)"
 
 
 def _pm(mean: float, se: float, up: int, down: int, n: int) -> str:
