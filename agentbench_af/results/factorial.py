@@ -110,6 +110,12 @@ def _plain(value: Any) -> Any:
     return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
 
 
+def warm_identity(row: Any) -> tuple[Any, ...]:
+    """What makes two runs branch from one warm start: its settings key and its step-0 success, sampled and
+    greedy (a rebuilt warm start must evaluate exactly as the original)."""
+    return tuple(_plain(row[k]) for k in ("warm_key", "warm_start_success", "warm_start_greedy"))
+
+
 def _levels(frame: pd.DataFrame, spec: FactorialSpec) -> tuple[Any, Any]:
     levels = spec.levels or tuple(sorted(frame["level"].unique()))
     if len(levels) != 2:
@@ -136,8 +142,7 @@ def contrasts(frame: pd.DataFrame, spec: FactorialSpec) -> pd.DataFrame:
                  for m in (b, t) for lv in (lo, hi)}
         seeds = sorted(set.intersection(*(set(c.index) for c in cells.values())))
         # one warm start per seed: the same settings key and the same step-0 evaluation in all four cells
-        keys = {s: {tuple(_plain(c.loc[s, k]) for k in ("warm_key", "warm_start_success", "warm_start_greedy"))
-                    for c in cells.values()} for s in seeds}
+        keys = {s: {warm_identity(c.loc[s]) for c in cells.values()} for s in seeds}
         paired = [s for s in seeds if len(keys[s]) == 1]
         unpaired = sorted(set(part["seed"]) - set(paired))
         if not paired:
@@ -194,7 +199,7 @@ def _verdict(row: dict[str, Any], alpha: float, base_from_warm: float | None) ->
     return primary_verdict(row, alpha, base_from_warm is not None and base_from_warm > TIE)
 
 
-def _p(p: float) -> str:
+def p_text(p: float) -> str:
     return "-" if math.isnan(p) else f"{p:.3f}"
 
 
@@ -215,8 +220,8 @@ def to_markdown(table: pd.DataFrame, spec: FactorialSpec) -> str:
         se = "" if math.isnan(r["se"]) else f" ± {r['se'] * 100:.1f}"
         diff = f"{r['mean'] * 100:+.1f}{se} (n {r['n']}, {r['wins']}+/{r['losses']}-)"
         name = f"**{r['contrast']}**" if r["primary"] else r["contrast"]
-        lines.append(f"| {r['env']} | {r['model']} | {r['metric']} | {name} | {diff} | {_p(r['t_p'])} | "
-                     f"{_p(r['sign_p'])} | {_p(r['wilcoxon_p'])} | {_p(r['holm_p'])} | {r['verdict']} |")
+        lines.append(f"| {r['env']} | {r['model']} | {r['metric']} | {name} | {diff} | {p_text(r['t_p'])} | "
+                     f"{p_text(r['sign_p'])} | {p_text(r['wilcoxon_p'])} | {p_text(r['holm_p'])} | {r['verdict']} |")
     unpaired = sorted({(r["env"], r["model"], r["unpaired"]) for r in table.to_dict("records") if r["unpaired"]})
     if unpaired:
         lines += ["", "Seeds left out (a cell missing, or warm starts that differ): " + "; ".join(

@@ -29,7 +29,16 @@ from typing import Any
 import pandas as pd
 
 from agentbench_af.results.collect_records import records_frame
-from agentbench_af.results.factorial import METRICS, TIE, WARM, holm, paired_stats, primary_verdict
+from agentbench_af.results.factorial import (
+    METRICS,
+    TIE,
+    WARM,
+    holm,
+    p_text,
+    paired_stats,
+    primary_verdict,
+    warm_identity,
+)
 
 LEARN_SE = 4.0
 
@@ -90,11 +99,6 @@ def learning(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _warm_identity(row: pd.Series) -> tuple[Any, ...]:
-    return tuple(None if v is None or (isinstance(v, float) and math.isnan(v)) else v
-                 for v in (row["warm_key"], row["warm_start_success"], row["warm_start_greedy"]))
-
-
 def contrasts(frame: pd.DataFrame, spec: StudySpec, learned: pd.DataFrame) -> pd.DataFrame:
     """One row per (env, model, pair, metric); primary rows (T = 1) carry `holm_p` and a verdict."""
     pairs = spec.pairs or default_pairs(frame["method"].unique())
@@ -109,7 +113,7 @@ def contrasts(frame: pd.DataFrame, spec: StudySpec, learned: pd.DataFrame) -> pd
             if t.empty or b.empty:
                 continue
             common = sorted(set(t.index) & set(b.index))
-            paired = [s for s in common if _warm_identity(t.loc[s]) == _warm_identity(b.loc[s])]
+            paired = [s for s in common if warm_identity(t.loc[s]) == warm_identity(b.loc[s])]
             unpaired = sorted((set(t.index) | set(b.index)) - set(paired))
             for metric, label in METRICS.items():
                 diffs = t.loc[paired, metric].astype(float) - b.loc[paired, metric].astype(float)
@@ -131,10 +135,6 @@ def contrasts(frame: pd.DataFrame, spec: StudySpec, learned: pd.DataFrame) -> pd
 def _pm(mean: float, se: float, up: int, down: int, n: int) -> str:
     se_text = "" if math.isnan(se) else f" ± {se * 100:.1f}"
     return f"{mean * 100:+.1f}{se_text} ({up}+/{down}- of {n})"
-
-
-def _p(p: float) -> str:
-    return "-" if math.isnan(p) else f"{p:.3f}"
 
 
 def cost_line(frame: pd.DataFrame) -> str:
@@ -184,8 +184,8 @@ def to_markdown(learned: pd.DataFrame, table: pd.DataFrame, spec: StudySpec, fra
         name = f"{r['treated']} vs {r['base']}"
         name = f"**{name}**" if r["primary"] else name
         lines.append(f"| {r['env']} | {r['model']} | {name} | {r['metric']} | "
-                     f"{_pm(r['mean'], r['se'], r['wins'], r['losses'], r['n'])} | {_p(r['t_p'])} | "
-                     f"{_p(r['sign_p'])} | {_p(r['wilcoxon_p'])} | {_p(r['holm_p'])} | {r['verdict']} |")
+                     f"{_pm(r['mean'], r['se'], r['wins'], r['losses'], r['n'])} | {p_text(r['t_p'])} | "
+                     f"{p_text(r['sign_p'])} | {p_text(r['wilcoxon_p'])} | {p_text(r['holm_p'])} | {r['verdict']} |")
     lines += ["", cost_line(frame)] if frame is not None else []
     unpaired = sorted({(r["env"], r["model"], f"{r['treated']} vs {r['base']}", r["unpaired"])
                        for r in table.to_dict("records") if r["unpaired"]})

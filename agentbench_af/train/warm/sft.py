@@ -157,12 +157,13 @@ def sft_warm_start(
             last_save = time.monotonic()
         if progress is not None:
             progress(step, loss_value)
+    cost = spent.now()  # demonstrations and steps, across resumes
     return {
         "sft_steps": cfg.sft.steps,
         "sft_final_loss": loss_value,
         "sft_demo_episodes": len(trajs),
         "sft_demo_success": float(np.mean([t.success for t in trajs])),
         "sft_response_tokens": int(data.response_mask.sum()),
-        "sft_wall_s": round(spent.now()["wall_s"], 1),  # demonstrations and steps, across resumes
-        "sft_cpu_s": round(spent.now()["cpu_s"], 1),
+        "sft_wall_s": round(cost["wall_s"], 1),
+        "sft_cpu_s": round(cost["cpu_s"], 1),
     }
