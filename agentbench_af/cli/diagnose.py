@@ -5,7 +5,9 @@ the last one's); without them (or with `--fresh`) grouped rollouts are sampled f
 model directory (a run's final_policy / warm_start, or a Hugging Face model) is always sampled. The
 headline's gradients are taken at the policy loaded (for saved rollouts: the run's final_policy, else its
 warm start; so the last saved batch was sampled one update or more before that policy), with the run's
-`diagnostic` settings (defaults for a model directory without a run config). The work is in
+`diagnostic` settings (defaults for a model directory without a run config; `--max-groups` over them), over
+the parameters the run's RL trains: fresh LoRA adapters for a LoRA run, every parameter otherwise
+(`--lora-rank` chooses; `diagnose.gradient_space`). The work is in
 `agentbench_af.diagnose` (sample.py, pipeline.py, inputs.py) and `train.bookkeeping.saved_run` (reading a run
 directory); this file parses and prints.
 Left out: several runs at once (run the command per run; `agentbench-af table` compares records).
@@ -58,12 +60,41 @@ def _ref_model(ref: Path | None, tokenizer, device):
     return ref_policy.lm.eval()
 
 
-def _print_summary(stats, head: str, headline) -> None:
+@dataclasses.dataclass(frozen=True)
+class _Space:
+    """The headline's settings from the command line: groups measured and the gradients' parameters."""
+
+    max_groups: int | None
+    lora_rank: int | None
+
+    def settings(self, cfg) -> dict:
+        """`compute_headline` keyword arguments: the run's diagnostic settings, --max-groups over them."""
+        base = dataclasses.asdict(cfg.diagnostic) if cfg is not None else {}
+        return base if self.max_groups is None else {**base, "max_groups": self.max_groups}
+
+    def model(self, lm, cfg, seed: int, group_size: int):
+        """The policy with the gradient space of the run (or of --lora-rank) and its description; a clear
+        error when one group's gradients would not fit in memory."""
+        from agentbench_af.diagnose.gradient_space import check_gradient_memory, gradient_space, n_trainable
+        from agentbench_af.train.config import ModelConfig
+
+        model_cfg = cfg.model if cfg is not None else ModelConfig()
+        try:
+            if self.lora_rank is not None:
+                model_cfg = dataclasses.replace(model_cfg, lora_rank=self.lora_rank)
+            lm, described = gradient_space(lm, model_cfg.lora_for(sft=False), seed)
+            check_gradient_memory(n_trainable(lm), group_size)
+        except (ValueError, ImportError) as exc:
+            raise _fail(str(exc).splitlines()[0]) from exc
+        return lm, described
+
+
+def _print_summary(stats, head: str, headline, gradients: str | None = None) -> None:
     from agentbench_af.diagnose.report import undefined_reason, verdict
 
     typer.echo(f"{head}: {stats.n_groups_used}/{stats.n_groups} groups with reward variance, "
                f"{stats.n_generated_tokens} generated tokens")
-    typer.echo(f"headline: {headline.verdict()}")
+    typer.echo(f"headline: {headline.verdict()}" + (f" (gradients over {gradients})" if gradients else ""))
     for key, r in headline.roles.items():
         lift = "–" if r.lift is None else f"{r.lift:.2f}"
         corr = "–" if r.pearson_sum is None else f"{r.pearson_sum:.2f}"
@@ -97,6 +128,10 @@ def diagnose_command(
     fresh: bool = typer.Option(False, "--fresh", help="Sample from RUN_DIR's final_policy even if it saved rollouts."),
     device: str = typer.Option("auto", "--device", help="cpu, cuda or auto."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
+    max_groups: int = typer.Option(None, "--max-groups", help="Groups with reward variance whose gradients the "
+                                   "headline measures (default: the run's diagnostic.max_groups, else 16)."),
+    lora_rank: int = typer.Option(None, "--lora-rank", help="Take the headline's gradients over fresh LoRA "
+                                  "adapters of this rank (0: every parameter; default: the run's model.lora_rank)."),
 ) -> None:
     """Action Bottleneck diagnostic: bottleneck.json/.md, plots and tokens.html; prints the ratio per energy."""
     if (run_dir is None) == (model is None):
@@ -107,6 +142,11 @@ def diagnose_command(
     from agentbench_af.train.bookkeeping import saved_run
 
     torch_device = _device(device)
+    if max_groups is not None and max_groups < 1:
+        raise _fail(f"--max-groups must be >= 1, got {max_groups}")
+    if lora_rank is not None and lora_rank < 0:
+        raise _fail(f"--lora-rank must be >= 0, got {lora_rank}")
+    space = _Space(max_groups, lora_rank)
     if run_dir is not None:
         try:
             cfg = saved_run.run_config(run_dir)
@@ -117,7 +157,7 @@ def diagnose_command(
             if prompts != 32 or group is not None or temperature is not None or seed != 0:
                 typer.echo("note: --prompts/--group/--temperature/--seed apply to sampling; reading the run's saved "
                            "rollouts (add --fresh to sample from its final_policy)", err=True)
-            _diagnose_saved(run_dir, cfg, saved, out or run_dir / "diagnose", ref, torch_device)
+            _diagnose_saved(run_dir, cfg, saved, out or run_dir / "diagnose", ref, torch_device, space)
             return
         if not is_model_dir(run_dir / "final_policy"):
             why = "no final_policy" if fresh else "no saved rollouts (rollouts/step-*.pt) and no final_policy"
@@ -136,10 +176,10 @@ def diagnose_command(
         if cfg is not None and env is not None and env != cfg.env.id:
             cfg, step = None, None  # another env than the run's: none of its settings apply
     _diagnose_sampled(model, env or cfg.env.id, cfg, step, prompts, group, temperature, ref, out, seed,
-                      torch_device, quiet)
+                      torch_device, quiet, space)
 
 
-def _diagnose_saved(run_dir: Path, cfg, paths: list[Path], out: Path, ref: Path | None, device) -> None:
+def _diagnose_saved(run_dir: Path, cfg, paths: list[Path], out: Path, ref: Path | None, device, space: _Space) -> None:
     from agentbench_af.diagnose import inputs
     from agentbench_af.diagnose.pipeline import diagnose_batches
     from agentbench_af.diagnose.sample import add_ref_logprobs
@@ -154,21 +194,24 @@ def _diagnose_saved(run_dir: Path, cfg, paths: list[Path], out: Path, ref: Path 
                    "no gradient part", err=True)
     ref_lm = _ref_model(ref, tokenizer, device)
     prepare = None if ref_lm is None else (lambda b: add_ref_logprobs(b, ref_lm, cfg.rollout.temperature, device))
+    lm, gradients = (None, None) if policy is None else space.model(policy.lm, cfg, cfg.run.seed,
+                                                                    cfg.rollout.group_size)
     meta = {"run": run_dir.name, "env": cfg.env.id, "method": cfg.method, "ref": ref.name if ref else None,
             "source": "saved rollouts", "steps": len(paths),
-            "headline_policy": policy_dir.name if policy_dir is not None else None}
+            "headline_policy": policy_dir.name if policy_dir is not None else None, "headline_gradients": gradients}
     try:
         result = diagnose_batches((load_rollouts(p) for p in paths), out,
                                   inputs.token_texts(tokenizer) if tokenizer is not None else inputs.id_texts,
                                   meta=meta, title=f"{cfg.env.id} {cfg.method} ({run_dir.name})", prepare=prepare,
-                                  lm=policy.lm if policy is not None else None, temperature=cfg.rollout.temperature,
+                                  lm=lm, temperature=cfg.rollout.temperature,
                                   device=device, format_role=cfg.credit.format_role,
-                                  headline_settings=dataclasses.asdict(cfg.diagnostic))
+                                  headline_settings=space.settings(cfg))
     except ValueError as exc:
         raise _fail(str(exc).splitlines()[0]) from exc
     steps = [s for s, _ in result.history]
     _print_summary(result.stats, f"{cfg.env.id} {cfg.method}, saved rollouts of step {result.step} "
-                                 f"({len(steps)} saved step{'s' if len(steps) != 1 else ''})", result.headline)
+                                 f"({len(steps)} saved step{'s' if len(steps) != 1 else ''})", result.headline,
+                   gradients)
     if len(steps) >= 2:
         typer.echo("action ratio (`old`) by step: " + ", ".join(
             f"{s} {st.sources['old'].bottleneck_ratio:.2f}" if st.sources["old"].bottleneck_ratio is not None else f"{s} –"
@@ -178,7 +221,7 @@ def _diagnose_saved(run_dir: Path, cfg, paths: list[Path], out: Path, ref: Path 
 
 def _diagnose_sampled(model: Path, env_id: str, cfg, step: int | None, prompts: int, group: int | None,
                       temperature: float | None, ref: Path | None, out: Path | None, seed: int, device,
-                      quiet: bool) -> None:
+                      quiet: bool, space: _Space) -> None:
     from tqdm.auto import tqdm
 
     import agentbench_af
@@ -202,18 +245,19 @@ def _diagnose_sampled(model: Path, env_id: str, cfg, step: int | None, prompts: 
         raise _fail(str(exc)) from exc
     policy = _load_model(model, device, "--model")
     ref_lm = _ref_model(ref, policy.tokenizer, device)
+    # before sampling, so that a space that does not fit fails at once; fresh adapters (B = 0) sample as without
+    lm, gradients = space.model(policy.lm, cfg, cfg.run.seed if cfg is not None else seed, rollout.group_size)
     bar = tqdm(desc=f"sampling {env_id} ({prompts} x {rollout.group_size})", unit="turn", disable=quiet, leave=False)
     batch = sample_batch(policy, spec, device, ref_lm, progress=bar.update)
     bar.close()
     out = out or Path(f"diagnose-{env_id}")
     meta = {"model": model.name if cfg is not None else str(model), "env": env_id, "prompts": prompts,
             "group": rollout.group_size, "temperature": rollout.temperature, "seed": seed,
-            "ref": ref.name if ref else None, "source": "sampled"}
+            "ref": ref.name if ref else None, "source": "sampled", "headline_gradients": gradients}
     label = f"{model.parent.name}/{model.name}" if cfg is not None else model.name
-    settings = dataclasses.asdict(cfg.diagnostic) if cfg is not None else {}
     result = diagnose_batches([(step, batch)], out, inputs.token_texts(policy.tokenizer), meta=meta,
-                              title=f"{env_id} {label}", lm=policy.lm, temperature=rollout.temperature,
-                              device=device, format_role=spec.format_role, headline_settings=settings)
+                              title=f"{env_id} {label}", lm=lm, temperature=rollout.temperature,
+                              device=device, format_role=spec.format_role, headline_settings=space.settings(cfg))
     _print_summary(result.stats, f"{env_id} {label}, {prompts} groups x {rollout.group_size} rollouts "
-                                 f"at temperature {rollout.temperature:g}", result.headline)
+                                 f"at temperature {rollout.temperature:g}", result.headline, gradients)
     typer.echo(f"wrote {len(result.written)} files in {out}")

@@ -132,10 +132,13 @@ def headline_section(h: HeadlineStats) -> list[str]:
 
 
 def markdown_summary(stats: BottleneckStats, step: int | None = None, title: str = "Action Bottleneck",
-                     headline: HeadlineStats | None = None) -> str:
+                     headline: HeadlineStats | None = None, gradients: str | None = None) -> str:
+    """The report's text; `gradients`: the parameters the headline's gradients were taken over."""
     lines = [f"# {title}" + (f" (step {step})" if step is not None else ""), ""]
     if headline is not None:
         lines += [*headline_section(headline), ""]
+        if gradients:
+            lines += [f"Headline gradients over: {gradients}.", ""]
     if stats.sources:
         lines += [f"**Secondary (|c| ratio):** {verdict(next(iter(stats.sources.values())))}", ""]
     lines += [
@@ -164,7 +167,8 @@ def write_report(stats: BottleneckStats, out_dir: str | Path, step: int | None =
                "headline": headline.to_dict() if headline is not None else None}
     return {
         "json": atomic_write_json(out / JSON_NAME, payload),
-        "markdown": atomic_write_text(out / MARKDOWN_NAME, markdown_summary(stats, step, title, headline)),
+        "markdown": atomic_write_text(out / MARKDOWN_NAME, markdown_summary(
+            stats, step, title, headline, (meta or {}).get("headline_gradients"))),
     }
 
 

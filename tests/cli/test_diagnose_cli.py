@@ -11,6 +11,8 @@ from typer.testing import CliRunner
 from agentbench_af.cli import app
 from agentbench_af.diagnose import load_report
 from agentbench_af.diagnose.report import load_headline
+from agentbench_af.models.lora import LLAMA_TARGETS
+from agentbench_af.models.policy import Policy
 
 torch.set_num_threads(1)
 runner = CliRunner()
@@ -114,3 +116,45 @@ def test_errors_are_one_line(tiny_run, cli_warm_start, tmp_path):
     ]
     for args, named in cases:
         assert named in _error_line(args), args
+
+
+def test_lora_rank_and_max_groups_choose_the_headline(cli_warm_start, tmp_path):
+    args = ["--model", str(cli_warm_start), "--env", ENV, "--prompts", "8", "--group", "4", "--seed", "2"]
+    _ok([*args, "--out", str(tmp_path / "all")])
+    _, meta, _ = load_report(tmp_path / "all" / "bottleneck.json")
+    total = sum(p.numel() for p in Policy.load(cli_warm_start, "cpu").lm.parameters())
+    assert meta["headline_gradients"] == f"every parameter ({total:,})"
+    output = _ok([*args, "--lora-rank", "2", "--max-groups", "1", "--out", str(tmp_path / "lora")])
+    _, meta, stats = load_report(tmp_path / "lora" / "bottleneck.json")
+    headline = load_headline(tmp_path / "lora" / "bottleneck.json")
+    assert stats.n_groups_used == 3 and headline.n_groups_measured == 1 and headline.max_groups == 1
+    lm = Policy.load(cli_warm_start, "cpu").lm
+    adapted = sum(2 * (m.in_features + m.out_features) for name, m in lm.named_modules()
+                  if isinstance(m, torch.nn.Linear) and name.endswith(LLAMA_TARGETS))  # rank 2: A (2 x in), B (out x 2)
+    described = f"fresh LoRA adapters, rank 2, alpha 16 ({adapted:,} parameters)"
+    assert meta["headline_gradients"] == described and f"(gradients over {described})" in output
+    assert f"Headline gradients over: {described}." in (tmp_path / "lora" / "bottleneck.md").read_text()
+
+
+def test_a_lora_runs_policy_is_measured_over_fresh_adapters(tiny_run, tmp_path):
+    run = tmp_path / "lora-run"
+    shutil.copytree(tiny_run / "final_policy", run / "final_policy")
+    config = (tiny_run / "config.yaml").read_text()
+    assert "lora_rank: 0" in config
+    (run / "config.yaml").write_text(config.replace("lora_rank: 0", "lora_rank: 2"))
+    _ok(["--model", str(run / "final_policy"), "--prompts", "2", "--group", "4", "--out", str(tmp_path / "out")])
+    _, meta, _ = load_report(tmp_path / "out" / "bottleneck.json")
+    assert meta["headline_gradients"].startswith("fresh LoRA adapters, rank 2, alpha 16")
+    _ok(["--model", str(run / "final_policy"), "--prompts", "2", "--group", "4", "--lora-rank", "0",
+         "--out", str(tmp_path / "full")])
+    assert load_report(tmp_path / "full" / "bottleneck.json")[1]["headline_gradients"].startswith("every parameter")
+
+
+def test_gradients_that_do_not_fit_fail_before_sampling(cli_warm_start, monkeypatch):
+    from agentbench_af.diagnose import gradient_space
+
+    monkeypatch.setattr(gradient_space, "available_bytes", lambda: 1)
+    line = _error_line(["--model", str(cli_warm_start), "--env", ENV, "--prompts", "2", "--group", "4"])
+    assert "per-rollout gradients over" in line and "--lora-rank 16" in line
+    assert "--max-groups must be >= 1" in _error_line(["--model", str(cli_warm_start), "--env", ENV, "--max-groups", "0"])
+    assert "--lora-rank must be >= 0" in _error_line(["--model", str(cli_warm_start), "--env", ENV, "--lora-rank", "-1"])
