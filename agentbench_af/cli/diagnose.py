@@ -132,6 +132,8 @@ def diagnose_command(
                                    "headline measures (default: the run's diagnostic.max_groups, else 16)."),
     lora_rank: int = typer.Option(None, "--lora-rank", help="Take the headline's gradients over fresh LoRA "
                                   "adapters of this rank (0: every parameter; default: the run's model.lora_rank)."),
+    rollout_set: list[str] = typer.Option([], "--rollout", help="KEY=VALUE: a rollout setting for sampling "
+                                          "(repeatable; e.g. max_batch_size=16, context_mode=window)."),
 ) -> None:
     """Action Bottleneck diagnostic: bottleneck.json/.md, plots and tokens.html; prints the ratio per energy."""
     if (run_dir is None) == (model is None):
@@ -154,8 +156,8 @@ def diagnose_command(
             raise _fail(str(exc)) from exc
         saved = [] if fresh else saved_run.saved_rollout_paths(run_dir)
         if saved:
-            if prompts != 32 or group is not None or temperature is not None or seed != 0:
-                typer.echo("note: --prompts/--group/--temperature/--seed apply to sampling; reading the run's saved "
+            if prompts != 32 or group is not None or temperature is not None or seed != 0 or rollout_set:
+                typer.echo("note: --prompts/--group/--temperature/--seed/--rollout apply to sampling; reading the run's saved "
                            "rollouts (add --fresh to sample from its final_policy)", err=True)
             _diagnose_saved(run_dir, cfg, saved, out or run_dir / "diagnose", ref, torch_device, space)
             return
@@ -176,7 +178,7 @@ def diagnose_command(
         if cfg is not None and env is not None and env != cfg.env.id:
             cfg, step = None, None  # another env than the run's: none of its settings apply
     _diagnose_sampled(model, env or cfg.env.id, cfg, step, prompts, group, temperature, ref, out, seed,
-                      torch_device, quiet, space)
+                      torch_device, quiet, space, rollout_set)
 
 
 def _diagnose_saved(run_dir: Path, cfg, paths: list[Path], out: Path, ref: Path | None, device, space: _Space) -> None:
@@ -221,10 +223,11 @@ def _diagnose_saved(run_dir: Path, cfg, paths: list[Path], out: Path, ref: Path 
 
 def _diagnose_sampled(model: Path, env_id: str, cfg, step: int | None, prompts: int, group: int | None,
                       temperature: float | None, ref: Path | None, out: Path | None, seed: int, device,
-                      quiet: bool, space: _Space) -> None:
+                      quiet: bool, space: _Space, rollout_set: list[str]) -> None:
     from tqdm.auto import tqdm
 
     import agentbench_af
+    from agentbench_af.config import apply_overrides, from_dict, to_dict
     from agentbench_af.diagnose import inputs
     from agentbench_af.diagnose.pipeline import diagnose_batches
     from agentbench_af.diagnose.sample import SampleSpec, sample_batch
@@ -237,6 +240,7 @@ def _diagnose_sampled(model: Path, env_id: str, cfg, step: int | None, prompts: 
         raise _fail(f"--env: {exc.args[0] if exc.args else exc}") from exc
     rollout = cfg.rollout if cfg is not None else RolloutConfig()
     try:
+        rollout = from_dict(RolloutConfig, apply_overrides(to_dict(rollout), rollout_set)) if rollout_set else rollout
         rollout = dataclasses.replace(rollout, group_size=group or rollout.group_size,
                                       temperature=rollout.temperature if temperature is None else temperature)
         spec = SampleSpec(env_id, prompts, rollout, cfg.credit.format_role if cfg is not None else "reasoning",
@@ -253,7 +257,8 @@ def _diagnose_sampled(model: Path, env_id: str, cfg, step: int | None, prompts: 
     out = out or Path(f"diagnose-{env_id}")
     meta = {"model": model.name if cfg is not None else str(model), "env": env_id, "prompts": prompts,
             "group": rollout.group_size, "temperature": rollout.temperature, "seed": seed,
-            "ref": ref.name if ref else None, "source": "sampled", "headline_gradients": gradients}
+            "ref": ref.name if ref else None, "source": "sampled", "headline_gradients": gradients,
+            "rollout_settings": list(rollout_set)}
     label = f"{model.parent.name}/{model.name}" if cfg is not None else model.name
     result = diagnose_batches([(step, batch)], out, inputs.token_texts(policy.tokenizer), meta=meta,
                               title=f"{env_id} {label}", lm=lm, temperature=rollout.temperature,

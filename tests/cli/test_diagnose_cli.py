@@ -158,3 +158,14 @@ def test_gradients_that_do_not_fit_fail_before_sampling(cli_warm_start, monkeypa
     assert "per-rollout gradients over" in line and "--lora-rank 16" in line
     assert "--max-groups must be >= 1" in _error_line(["--model", str(cli_warm_start), "--env", ENV, "--max-groups", "0"])
     assert "--lora-rank must be >= 0" in _error_line(["--model", str(cli_warm_start), "--env", ENV, "--lora-rank", "-1"])
+
+
+def test_rollout_settings_for_sampling(cli_warm_start, tmp_path):
+    sets = ["--rollout", "max_batch_size=4", "--rollout", "context_mode=window", "--rollout", "window_turns=1"]
+    _ok(["--model", str(cli_warm_start), "--env", ENV, "--prompts", "2", "--group", "4", *sets, "--out", str(tmp_path / "w")])
+    _, meta, stats = load_report(tmp_path / "w" / "bottleneck.json")
+    assert meta["rollout_settings"] == ["max_batch_size=4", "context_mode=window", "window_turns=1"]
+    assert stats.n_trajectories == 8
+    assert "nope" in _error_line(["--model", str(cli_warm_start), "--env", ENV, "--rollout", "nope=1"])
+    assert "key.sub=value" in _error_line(["--model", str(cli_warm_start), "--env", ENV, "--rollout", "max_batch_size"])
+    assert "context_mode" in _error_line(["--model", str(cli_warm_start), "--env", ENV, "--rollout", "context_mode=half"])
