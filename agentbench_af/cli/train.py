@@ -94,9 +94,14 @@ def eval_command(
     episodes: int = typer.Option(None, help="Evaluation episodes (default: the run's)."),
     temperature: float = typer.Option(None, help="Sampling temperature, 0 = greedy (default: the run's)."),
     as_json: bool = typer.Option(False, "--json"),
+    policy_name: str = typer.Option("final_policy", "--policy",
+                                    help="The run's policy folder: final_policy or warm_start."),
+    reasons: bool = typer.Option(False, "--reasons", help="Also count why turns were invalid, and the responses "
+                                 "cut at rollout.max_new_tokens."),
 ) -> None:
-    """Evaluate a run's final policy on its evaluation seeds."""
+    """Evaluate a run's final policy (or its warm start) on its evaluation seeds."""
     from agentbench_af.evaluate.evaluate import evaluate_policy
+    from agentbench_af.evaluate.invalid_turns import invalid_breakdown
     from agentbench_af.models.policy import Policy
     from agentbench_af.rollout.engine import TransformersEngine
     from agentbench_af.train.config import train_config_from_dict
@@ -108,19 +113,31 @@ def eval_command(
         cfg = train_config_from_dict(yaml.safe_load(cfg_path.read_text()) or {})
     except ConfigError as exc:
         raise _fail(f"{cfg_path}: {exc}") from exc
-    policy_dir = run_dir / "final_policy"
+    if policy_name not in ("final_policy", "warm_start"):
+        raise _fail(f"--policy must be final_policy or warm_start, got {policy_name!r}")
+    policy_dir = run_dir / policy_name
     if not policy_dir.exists():
-        raise _fail(f"{run_dir} has no final_policy yet (is the run finished? try `train --resume`)")
+        hint = "is the run finished? try `train --resume`" if policy_name == "final_policy" else "a run started from " \
+            "run.init_from keeps its warm start there"
+        raise _fail(f"{run_dir} has no {policy_name} ({hint})")
     policy = Policy.load(policy_dir)
     engine = TransformersEngine(policy.lm, policy.pad_token_id, cfg.rollout.max_batch_size)
-    result, _ = evaluate_policy(
+    result, trajs = evaluate_policy(
         engine, policy.tokenizer, policy.chat, cfg.env.id, episodes or cfg.eval.episodes,
         cfg.eval.temperature if temperature is None else temperature, cfg.rollout, cfg.env.overrides,
     )
+    breakdown = invalid_breakdown(trajs, cfg.rollout.max_new_tokens) if reasons else None
     if as_json:
-        typer.echo(json.dumps(result.to_dict(), indent=2))
-    else:
-        typer.echo(
-            f"{cfg.env.id} {cfg.method}: success {result.success:.3f}, mean reward {result.mean_reward:.3f}, "
-            f"valid {result.valid_rate:.3f}, mean turns {result.mean_turns:.2f} over {result.episodes} episodes"
-        )
+        out = result.to_dict() if breakdown is None else {**result.to_dict(), "invalid_turns": breakdown.to_dict()}
+        typer.echo(json.dumps(out, indent=2))
+        return
+    typer.echo(
+        f"{cfg.env.id} {cfg.method} ({policy_name}): success {result.success:.3f}, mean reward "
+        f"{result.mean_reward:.3f}, valid {result.valid_rate:.3f}, mean turns {result.mean_turns:.2f} over "
+        f"{result.episodes} episodes"
+    )
+    if breakdown is not None:
+        typer.echo(f"invalid turns: {breakdown.invalid} of {breakdown.turns}; responses cut at "
+                   f"{cfg.rollout.max_new_tokens} tokens: {breakdown.at_limit} ({breakdown.invalid_at_limit} of them invalid)")
+        for reason, count in breakdown.by_reason.items():
+            typer.echo(f"  {count:6d}  {reason}")

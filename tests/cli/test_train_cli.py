@@ -101,6 +101,16 @@ def test_train_then_eval(tmp_path):
     assert res.exit_code == 0 and "success" in res.output and "over 2 episodes" in res.output
     res = runner.invoke(app, ["eval", str(tmp_path)])
     assert res.exit_code == 2 and "not a run directory" in _error_line(res)
+    res = runner.invoke(app, ["eval", str(run_dir), "--json", "--episodes", "3", "--policy", "warm_start", "--reasons"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    counted = out["invalid_turns"]  # the same turns as the rates above
+    assert counted["turns"] == round(3 * out["mean_turns"]) > 0
+    assert counted["invalid"] == sum(counted["by_reason"].values()) == round(counted["turns"] * (1 - out["valid_rate"]))
+    res = runner.invoke(app, ["eval", str(run_dir), "--episodes", "3", "--reasons"])
+    assert res.exit_code == 0 and "(final_policy)" in res.output and "invalid turns:" in res.output
+    res = runner.invoke(app, ["eval", str(run_dir), "--policy", "best"])
+    assert res.exit_code == 2 and "--policy must be final_policy or warm_start" in _error_line(res)
     res = _train(tmp_path)  # the same run again: refused, nothing overwritten
     assert res.exit_code == 2 and "already holds a finished run" in _error_line(res)
 
