@@ -95,7 +95,7 @@ def eval_command(
     temperature: float = typer.Option(None, help="Sampling temperature, 0 = greedy (default: the run's)."),
     as_json: bool = typer.Option(False, "--json"),
     policy_name: str = typer.Option("final_policy", "--policy",
-                                    help="The run's policy folder: final_policy or warm_start."),
+                                    help="final_policy, or warm_start (the run's own, else its run.init_from)."),
     reasons: bool = typer.Option(False, "--reasons", help="Also count why turns were invalid, and the responses "
                                  "cut at rollout.max_new_tokens."),
 ) -> None:
@@ -116,9 +116,11 @@ def eval_command(
     if policy_name not in ("final_policy", "warm_start"):
         raise _fail(f"--policy must be final_policy or warm_start, got {policy_name!r}")
     policy_dir = run_dir / policy_name
+    if policy_name == "warm_start" and not policy_dir.exists() and cfg.run.init_from:
+        policy_dir = Path(cfg.run.init_from)  # the warm start the run branched from
     if not policy_dir.exists():
-        hint = "is the run finished? try `train --resume`" if policy_name == "final_policy" else "a run started from " \
-            "run.init_from keeps its warm start there"
+        hint = "is the run finished? try `train --resume`" if policy_name == "final_policy" else \
+            f"nor its run.init_from {cfg.run.init_from}" if cfg.run.init_from else "and no run.init_from"
         raise _fail(f"{run_dir} has no {policy_name} ({hint})")
     policy = Policy.load(policy_dir)
     engine = TransformersEngine(policy.lm, policy.pad_token_id, cfg.rollout.max_batch_size)

@@ -2,6 +2,7 @@
 run, its evaluation, and a killed run continued with `--resume`."""
 
 import json
+import shutil
 
 import pytest
 import torch
@@ -140,3 +141,17 @@ def test_resume_continues_a_killed_run(tmp_path, monkeypatch):
     assert res.exit_code == 0, res.output
     again = json.loads((tmp_path / "run" / "record.json").read_text())
     assert again["final_metrics"] == record["final_metrics"] and again["curve"] == record["curve"]
+
+
+def test_eval_of_a_branched_runs_warm_start_reads_its_init_from(tiny_run, tmp_path):
+    run = tmp_path / "branched"  # the run's config alone: its warm start lives at run.init_from
+    run.mkdir()
+    shutil.copy(tiny_run / "config.yaml", run / "config.yaml")
+    res = runner.invoke(app, ["eval", str(run), "--policy", "warm_start", "--episodes", "2", "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["episodes"] == 2
+    res = runner.invoke(app, ["eval", str(run), "--episodes", "2"])
+    assert res.exit_code == 2 and "has no final_policy" in _error_line(res)
+    (run / "config.yaml").write_text((run / "config.yaml").read_text().replace("init_from: ", "init_from: /nope"))
+    res = runner.invoke(app, ["eval", str(run), "--policy", "warm_start"])
+    assert res.exit_code == 2 and "nor its run.init_from /nope" in _error_line(res)
