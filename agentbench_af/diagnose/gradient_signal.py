@@ -22,6 +22,8 @@ Jensen the mean norm under shuffles is below the root of the mean squared norm).
 Cost: per rollout, one forward pass over its own rows and one backward pass per role (2 G backward passes
 per group, each through one rollout's graph only: a backward through the whole group's graph costs G
 times more); the G per-rollout gradients of both roles are held at once (2 G x parameters floats).
+The forward projects logits only where a generated token is predicted (`token_stats` with the response
+mask: chunked on a large vocabulary such as SmolLM2's), so no (rows, T, V) logits tensor is built.
 Left out: models whose G flattened gradients do not fit in memory (no streaming of the Gram matrix).
 """
 
@@ -95,7 +97,9 @@ def _rollout_grads(lm: nn.Module, batch: RolloutBatch, rows: torch.Tensor, param
     if width == 0 or not any(bool(masks[k].any()) for k in SIGNAL_ROLES):
         return [zero for _ in SIGNAL_ROLES]
     ids, attn = sub.input_ids[:, :width].to(device), sub.attention_mask[:, :width].to(device)  # (b, W)
-    logp, _, _ = token_stats(lm, ids, attn, max(temperature, 1e-6), with_entropy=False)  # (b, W)
+    resp = sub.response_mask[:, :width].to(device)  # (b, W): every role token is a generated one
+    logp, _, _ = token_stats(lm, ids, attn, max(temperature, 1e-6), with_entropy=False,
+                             response_mask=resp)  # (b, W), 0 off the generated tokens
     return [_flat_grad((logp * masks[k][:, :width].to(device)).sum(), params) if bool(masks[k].any()) else zero
             for k in SIGNAL_ROLES]
 
