@@ -104,6 +104,7 @@ def eval_command(
     from agentbench_af.evaluate.invalid_turns import invalid_breakdown
     from agentbench_af.models.policy import Policy
     from agentbench_af.rollout.engine import TransformersEngine
+    from agentbench_af.train.bookkeeping import saved_run
     from agentbench_af.train.config import train_config_from_dict
 
     cfg_path = run_dir / "config.yaml"
@@ -116,8 +117,8 @@ def eval_command(
     if policy_name not in ("final_policy", "warm_start"):
         raise _fail(f"--policy must be final_policy or warm_start, got {policy_name!r}")
     policy_dir = run_dir / policy_name
-    if policy_name == "warm_start" and not policy_dir.exists() and cfg.run.init_from:
-        policy_dir = Path(cfg.run.init_from)  # the warm start the run branched from
+    if policy_name == "warm_start":  # its own, else the one it branched from
+        policy_dir = saved_run.run_warm_start_dir(run_dir, cfg) or policy_dir
     if not policy_dir.exists():
         hint = "is the run finished? try `train --resume`" if policy_name == "final_policy" else \
             f"nor its run.init_from {cfg.run.init_from}" if cfg.run.init_from else "and no run.init_from"

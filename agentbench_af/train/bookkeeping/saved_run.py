@@ -40,10 +40,14 @@ def saved_rollout_paths(run_dir: Path) -> list[Path]:
 
 
 def run_policy_dir(run_dir: Path, cfg: TrainConfig) -> Path | None:
-    """The run's final policy, else its warm start (its own, or the `run.init_from` it branched from)."""
-    candidates = [run_dir / "final_policy", run_dir / "warm_start"]
-    if cfg.run.init_from:
-        candidates.append(Path(cfg.run.init_from))
+    """The run's final policy, else its warm start (`run_warm_start_dir`)."""
+    final = run_dir / "final_policy"
+    return final if is_model_dir(final) else run_warm_start_dir(run_dir, cfg)
+
+
+def run_warm_start_dir(run_dir: Path, cfg: TrainConfig) -> Path | None:
+    """The run's own warm start, else the `run.init_from` it branched from; None when neither is a model."""
+    candidates = [run_dir / "warm_start"] + ([Path(cfg.run.init_from)] if cfg.run.init_from else [])
     return next((p for p in candidates if is_model_dir(p)), None)
 
 
