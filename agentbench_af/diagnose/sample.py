@@ -6,7 +6,8 @@
 `prompts` distinct seeds of the environment's training range (drawn with `seed`), `rollout.group_size`
 rollouts each, through the training code path: `collect_rollouts`, `trajectories_to_batch`, roles as
 credit counts them (`credit.credit_view` with `format_role`), then old log-probs and entropies
-recomputed by the training forward pass (`models.forward.score_batch`). So the batch is what a training
+recomputed by the training forward pass (`models.forward.score_batch`, `rollout.max_batch_size` rows per
+forward, as sampling decodes them: one forward over hundreds of long SmolLM2 rows ran out of memory). So the batch is what a training
 step at this policy would see. torch is seeded with `seed`: a call repeats on one machine. Left out:
 value estimates (no critic is involved).
 """
@@ -62,7 +63,8 @@ def sample_batch(policy: Policy, spec: SampleSpec, device: torch.device | str = 
     trajs = collect_rollouts(engine, policy.tokenizer, policy.chat, spec.env_id, seeds, spec.rollout,
                              spec.env_kwargs, progress)
     batch = credit_view(trajectories_to_batch(trajs, spec.rollout.context_mode, policy.pad_token_id), spec.format_role)
-    return score_batch(policy.lm, batch, spec.rollout.temperature, device, ref_lm=ref_lm)
+    return score_batch(policy.lm, batch, spec.rollout.temperature, device, ref_lm=ref_lm,
+                       max_rows=spec.rollout.max_batch_size)
 
 
 def add_ref_logprobs(batch: RolloutBatch, ref_lm: nn.Module, temperature: float,

@@ -208,11 +208,35 @@ def score_batch(
     value_head: nn.Module | None = None,
     ref_lm: nn.Module | None = None,
     critic: nn.Module | None = None,
+    max_rows: int | None = None,
 ) -> RolloutBatch:
     """A copy of `batch` whose `old_logprobs` and `entropy` come from the training forward pass (the same
     numerics as the update), with `values` (from a value head on the policy, or a separate `critic` network
     mapping (input_ids, attention_mask) -> (B, T) values) and `ref_logprobs` (from a reference model) when
-    given; the new tensors are on CPU, `batch` itself is left unchanged."""
+    given; the new tensors are on CPU, `batch` itself is left unchanged. `max_rows`: at most that many rows
+    per forward, each chunk cropped to its own longest row (the activations of a forward grow with its rows
+    x columns; None: every row in one forward, as the update's scoring pass)."""
+    if max_rows is not None and max_rows < 1:
+        raise ValueError(f"max_rows must be >= 1 or None, got {max_rows}")
+    if max_rows is None or batch.batch_size <= max_rows:
+        return _score_rows(lm, batch, temperature, device, value_head, ref_lm, critic)
+    parts = [(rows, _score_rows(lm, batch.select(rows).crop(), temperature, device, value_head, ref_lm, critic))
+             for rows in torch.arange(batch.batch_size).split(max_rows)]
+    updates: dict[str, torch.Tensor] = {}
+    for name in ("old_logprobs", "entropy", "values", "ref_logprobs"):
+        if getattr(parts[0][1], name) is None:
+            continue
+        full = torch.zeros(batch.input_ids.shape, dtype=getattr(parts[0][1], name).dtype)  # (B, T)
+        for rows, part in parts:
+            chunk = getattr(part, name)  # (b, t): t <= T, padding beyond
+            full[rows, :chunk.shape[1]] = chunk
+        updates[name] = full
+    return replace(batch, **updates)
+
+
+def _score_rows(lm: nn.Module, batch: RolloutBatch, temperature: float, device: torch.device | str,
+                value_head: nn.Module | None, ref_lm: nn.Module | None, critic: nn.Module | None) -> RolloutBatch:
+    """`score_batch` in one forward over every row."""
     b = batch.to(device)
     old_lp, entropy, values = token_stats(lm, b.input_ids, b.attention_mask, max(temperature, 1e-6),
                                           value_head=value_head,

@@ -65,3 +65,25 @@ def test_without_value_head_or_reference_those_fields_are_kept(sampled):
     scored = score_batch(lm, batch, 0.7, "cpu")
     assert scored.values is batch.values and scored.ref_logprobs is batch.ref_logprobs
     assert torch.equal(scored.old_logprobs, response_logprobs(lm, batch, 0.7, "cpu"))
+
+
+@pytest.mark.parametrize("max_rows", [1, 3])
+def test_scoring_in_chunks_of_rows_matches_one_forward(sampled, max_rows):
+    lm, batch = sampled
+    assert batch.batch_size == 4 and max_rows < batch.batch_size
+    head = ValueHead(int(lm.config.hidden_size), seed=3)
+    ref = copy.deepcopy(lm)
+    whole = score_batch(lm, batch, 0.7, "cpu", value_head=head, ref_lm=ref)
+    chunked = score_batch(lm, batch, 0.7, "cpu", value_head=head, ref_lm=ref, max_rows=max_rows)
+    for name in ("old_logprobs", "entropy", "values", "ref_logprobs"):
+        a, b = getattr(whole, name), getattr(chunked, name)  # (B, T) each
+        assert a.shape == b.shape and bool((b[~batch.response_mask] == 0).all())
+        assert torch.allclose(a, b, rtol=0.0, atol=1e-5), name  # chunks are cropped: padding changes rounding only
+    assert score_batch(lm, batch, 0.7, "cpu", max_rows=4).old_logprobs.equal(
+        score_batch(lm, batch, 0.7, "cpu").old_logprobs)  # a chunk of every row is the one forward
+
+
+def test_scoring_rejects_a_chunk_of_no_rows(sampled):
+    lm, batch = sampled
+    with pytest.raises(ValueError, match="max_rows must be >= 1"):
+        score_batch(lm, batch, 1.0, "cpu", max_rows=0)
