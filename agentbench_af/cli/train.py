@@ -98,6 +98,8 @@ def eval_command(
                                     help="final_policy, or warm_start (the run's own, else its run.init_from)."),
     reasons: bool = typer.Option(False, "--reasons", help="Also count why turns were invalid, and the responses "
                                  "cut at rollout.max_new_tokens."),
+    rollout_set: list[str] = typer.Option([], "--rollout", help="KEY=VALUE: a rollout setting over the run's "
+                                          "(repeatable), e.g. max_new_tokens=160; the output names them."),
 ) -> None:
     """Evaluate a run's final policy (or its warm start) on its evaluation seeds."""
     from agentbench_af.evaluate.evaluate import evaluate_policy
@@ -114,6 +116,15 @@ def eval_command(
         cfg = train_config_from_dict(yaml.safe_load(cfg_path.read_text()) or {})
     except ConfigError as exc:
         raise _fail(f"{cfg_path}: {exc}") from exc
+    rollout = cfg.rollout
+    if rollout_set:
+        from agentbench_af.config import apply_overrides, from_dict, to_dict
+        from agentbench_af.rollout.types import RolloutConfig
+
+        try:
+            rollout = from_dict(RolloutConfig, apply_overrides(to_dict(rollout), rollout_set))
+        except ValueError as exc:  # ConfigError included
+            raise _fail(f"--rollout: {exc}") from exc
     if policy_name not in ("final_policy", "warm_start"):
         raise _fail(f"--policy must be final_policy or warm_start, got {policy_name!r}")
     policy_dir = run_dir / policy_name
@@ -124,23 +135,28 @@ def eval_command(
             f"nor its run.init_from {cfg.run.init_from}" if cfg.run.init_from else "and no run.init_from"
         raise _fail(f"{run_dir} has no {policy_name} ({hint})")
     policy = Policy.load(policy_dir)
-    engine = TransformersEngine(policy.lm, policy.pad_token_id, cfg.rollout.max_batch_size)
+    engine = TransformersEngine(policy.lm, policy.pad_token_id, rollout.max_batch_size)
     result, trajs = evaluate_policy(
         engine, policy.tokenizer, policy.chat, cfg.env.id, episodes or cfg.eval.episodes,
-        cfg.eval.temperature if temperature is None else temperature, cfg.rollout, cfg.env.overrides,
+        cfg.eval.temperature if temperature is None else temperature, rollout, cfg.env.overrides,
     )
-    breakdown = invalid_breakdown(trajs, cfg.rollout.max_new_tokens) if reasons else None
+    breakdown = invalid_breakdown(trajs, rollout.max_new_tokens) if reasons else None
     if as_json:
-        out = result.to_dict() if breakdown is None else {**result.to_dict(), "invalid_turns": breakdown.to_dict()}
+        out: dict[str, object] = dict(result.to_dict())
+        if breakdown is not None:
+            out["invalid_turns"] = breakdown.to_dict()
+        if rollout_set:
+            out["rollout_settings"] = list(rollout_set)
         typer.echo(json.dumps(out, indent=2))
         return
+    settings = f" with {', '.join(rollout_set)}" if rollout_set else ""
     typer.echo(
-        f"{cfg.env.id} {cfg.method} ({policy_name}): success {result.success:.3f}, mean reward "
+        f"{cfg.env.id} {cfg.method} ({policy_name}{settings}): success {result.success:.3f}, mean reward "
         f"{result.mean_reward:.3f}, valid {result.valid_rate:.3f}, mean turns {result.mean_turns:.2f} over "
         f"{result.episodes} episodes"
     )
     if breakdown is not None:
         typer.echo(f"invalid turns: {breakdown.invalid} of {breakdown.turns}; responses cut at "
-                   f"{cfg.rollout.max_new_tokens} tokens: {breakdown.at_limit} ({breakdown.invalid_at_limit} of them invalid)")
+                   f"{rollout.max_new_tokens} tokens: {breakdown.at_limit} ({breakdown.invalid_at_limit} of them invalid)")
         for reason, count in breakdown.by_reason.items():
             typer.echo(f"  {count:6d}  {reason}")

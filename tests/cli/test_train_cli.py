@@ -110,6 +110,16 @@ def test_train_then_eval(tmp_path):
     assert counted["invalid"] == sum(counted["by_reason"].values()) == round(counted["turns"] * (1 - out["valid_rate"]))
     res = runner.invoke(app, ["eval", str(run_dir), "--episodes", "3", "--reasons"])
     assert res.exit_code == 0 and "(final_policy)" in res.output and "invalid turns:" in res.output
+    res = runner.invoke(app, ["eval", str(run_dir), "--episodes", "3", "--reasons", "--rollout", "max_new_tokens=2",
+                              "--json"])
+    assert res.exit_code == 0, res.output
+    short = json.loads(res.output)  # every response is cut at 2 tokens: none holds an answer
+    assert short["rollout_settings"] == ["max_new_tokens=2"] and short["valid_rate"] == 0
+    assert short["invalid_turns"]["at_limit"] == short["invalid_turns"]["turns"] > 0
+    res = runner.invoke(app, ["eval", str(run_dir), "--rollout", "max_new_tokens=oops"])
+    assert res.exit_code == 2 and "--rollout: max_new_tokens: expected an integer" in _error_line(res)
+    res = runner.invoke(app, ["eval", str(run_dir), "--rollout", "no_such_key=1"])
+    assert res.exit_code == 2 and "no_such_key" in _error_line(res)
     res = runner.invoke(app, ["eval", str(run_dir), "--policy", "best"])
     assert res.exit_code == 2 and "--policy must be final_policy or warm_start" in _error_line(res)
     res = _train(tmp_path)  # the same run again: refused, nothing overwritten
