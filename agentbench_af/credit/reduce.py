@@ -55,6 +55,22 @@ class LocalReduce:
 
 
 LOCAL = LocalReduce()
+
+
+class RefusedReduce:
+    """A share that is not the batch (a micro-batch of gradient accumulation, `rl.micro_batch_rows`): any
+    batch statistic raises `ValueError` with `why`, since it would be the share's alone."""
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+    def _refuse(self, x: torch.Tensor) -> torch.Tensor:
+        raise ValueError(self.why)
+
+    sum = max = min = _refuse
+
+    def cat(self, x: torch.Tensor) -> tuple[torch.Tensor, int]:
+        raise ValueError(self.why)
 _CURRENT: contextvars.ContextVar[BatchReduce] = contextvars.ContextVar("batch_reduce", default=LOCAL)
 
 

@@ -219,13 +219,21 @@ class RLConfig:
     token_passes: Literal["one", "lopti"] = "one"
     #: Lopti's split: tokens with p_old < this go in the first pass (the paper's 0.5)
     lopti_threshold: float = 0.5
+    #: gradient accumulation: at most this many rows per forward and backward of a minibatch (the
+    #: micro-batches' losses add up to the minibatch's, then one optimizer step) and per scoring forward;
+    #: 0: every row at once. Memory only (the step is the same up to float rounding), so not in the config
+    #: hash; one process only, not with rl.token_passes=lopti nor a policy loss that takes batch statistics
+    micro_batch_rows: int = 0
 
     def __post_init__(self) -> None:
         check_choices(self, "rl")
         _check_counts(self, "rl", ("lr", "critic_lr"), steps=0, prompts_per_step=1, warmup_steps=0, epochs=1,
-                      minibatches=1, weight_decay=0)
+                      minibatches=1, weight_decay=0, micro_batch_rows=0)
         if not (isinstance(self.lopti_threshold, (int, float)) and 0 < self.lopti_threshold < 1):
             raise ValueError(f"rl.lopti_threshold must lie in (0, 1), got {self.lopti_threshold!r}")
+        if self.micro_batch_rows and self.token_passes == "lopti":
+            raise ValueError("rl.micro_batch_rows does not split Lopti's two passes (rl.token_passes=lopti): set "
+                             "rl.micro_batch_rows=0")
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,9 @@ class Learner:
 
 
 def build_learner(cfg: TrainConfig, warm_dir: Path, device: torch.device, ranks: Ranks = SINGLE) -> Learner:
+    if cfg.rl.micro_batch_rows and ranks.active:
+        raise ValueError(f"rl.micro_batch_rows is for one process; under torchrun ({ranks.world_size} ranks) spread "
+                         f"the rows over more ranks instead (set rl.micro_batch_rows=0)")
     policy = Policy.load(warm_dir, device)
     if cfg.model.gradient_checkpointing:
         enable_checkpointing(policy.lm)

@@ -195,10 +195,13 @@ def policy_loss_terms(
     cfg: LossConfig,
     denominator: torch.Tensor | float | None = None,
     entropy: torch.Tensor | None = None,
+    reduce: BatchReduce | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
-    """`policy_loss` and the policy loss's own metrics."""
+    """`policy_loss` and the policy loss's own metrics (`reduce`: the policy loss's batch reduction, by
+    default `loss_reduce(denominator)`)."""
     spec = policy_loss_spec(cfg.policy)
-    args = (logprobs, old_logprobs, advantages, weights.detach(), mask, cfg, loss_reduce(denominator))
+    args = (logprobs, old_logprobs, advantages, weights.detach(), mask, cfg,
+            loss_reduce(denominator) if reduce is None else reduce)
     if spec.needs_entropy:
         if entropy is None:
             raise ValueError(f"policy loss {cfg.policy!r} needs each token's entropy; pass entropy=")

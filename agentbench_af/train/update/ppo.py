@@ -8,8 +8,11 @@ step); every loss term is a `train.update.loss` function (`policy_loss`, `value_
 `forward` and `train_minibatch` directly when the update's forward doubles as the scoring pass. With
 `rl.token_passes=lopti` a minibatch takes two optimizer steps (`train_minibatch`), the low-probability
 tokens first.
-Left out: gradient accumulation across minibatches (one optimizer step per minibatch, as in PPO) and
-mixed-precision loss scaling.
+With `rl.micro_batch_rows` a minibatch larger than that is one `accumulated_step`: gradient accumulation
+over micro-batches of at most that many rows (forward, loss with the minibatch's denominator, backward
+each), then one optimizer step: the same step up to float rounding, in the memory of a micro-batch.
+Left out: gradient accumulation across minibatches (one optimizer step per minibatch, as in PPO),
+micro-batches under data parallelism and with Lopti's passes (refused), and mixed-precision loss scaling.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import NamedTuple
 
 import torch
 
+from agentbench_af.credit.reduce import BatchReduce, RefusedReduce
 from agentbench_af.models.forward import token_stats
 from agentbench_af.rollout.batch import RolloutBatch
 from agentbench_af.train.distributed.data_parallel import TrainModules
@@ -58,6 +62,7 @@ class UpdateSettings:
     detach_critic: bool = False
     sync: UpdateSync | None = None
     lopti_threshold: float | None = None  # Lopti's two passes per minibatch (`rl.token_passes=lopti`); None: one
+    micro_batch_rows: int = 0  # gradient accumulation: rows per forward and backward in a minibatch; 0: all
 
 
 class Forward(NamedTuple):
@@ -106,39 +111,101 @@ def minibatch_step(modules: TrainModules, params: Parameters, optimizer: torch.o
     """Loss of one minibatch (its rows' `credit`, old log-probs in `mb`), backward, gradient clipping (the
     policy's and the critic's separately, each to `loss.max_grad_norm`, so that a large value loss cannot
     shrink the policy's step) and one optimizer step; returns the minibatch's metrics."""
+    denom = s.sync.denominator(mb.response_mask, s.loss.agg) if s.sync is not None else None
+    total, terms, own = _loss(modules, mb, fwd, credit, s.loss, denom)
+    optimizer.zero_grad(set_to_none=True)
+    total.backward()
+    logs = {**terms, **own, **_step(params, optimizer, s.loss)}
+    return {**logs, **_forward_metrics(fwd.logprobs, fwd.entropy, mb, s.loss)}
+
+
+def accumulated_step(modules: TrainModules, params: Parameters, optimizer: torch.optim.Optimizer, mb: RolloutBatch,
+                     credit: Credit, s: UpdateSettings) -> dict[str, float]:
+    """`minibatch_step` in micro-batches of `s.micro_batch_rows` rows (gradient accumulation): each
+    micro-batch's forward, its loss aggregated with the whole minibatch's denominator (the number of its
+    tokens or rows, so the micro-batches' losses add up to the minibatch's) and backward; then clipping and
+    one optimizer step. A policy loss that takes a batch statistic (Clip-Cov, KL-Cov, AEPO) would see one
+    micro-batch's: it raises `ValueError`. Metrics: the loss terms summed over micro-batches, the ratio
+    metrics and entropy over the whole minibatch, the policy loss's own metrics averaged over micro-batches
+    weighted by their tokens."""
+    if s.sync is not None:
+        raise ValueError("rl.micro_batch_rows is for one process: under data parallelism use more ranks instead")
     cfg, mask = s.loss, mb.response_mask  # (b, t)
-    denom = s.sync.denominator(mask, cfg.agg) if s.sync is not None else None
+    count = mask.sum() if cfg.agg == "token-mean" else (mask.sum(-1) > 0).sum()
+    denom = count.clamp(min=1).to(torch.float32)  # (,): what agg_loss divides by over the whole minibatch
+    refused = RefusedReduce(f"loss.policy={cfg.policy} takes a batch statistic, which a micro-batch of "
+                            f"rl.micro_batch_rows={s.micro_batch_rows} would take over its own rows only: "
+                            f"set rl.micro_batch_rows=0")
+    logprobs = torch.zeros_like(mb.old_logprobs)  # (b, t): each micro-batch's detached log-probs
+    entropy = torch.zeros_like(mb.old_logprobs)  # (b, t), read only where the forward gives entropies
+    terms: dict[str, float] = {}
+    own: dict[str, float] = {}
+    has_entropy = False
+    optimizer.zero_grad(set_to_none=True)
+    for rows in torch.arange(mb.batch_size).split(s.micro_batch_rows):
+        micro = mb.select(rows).crop()
+        width = micro.input_ids.shape[1]
+        fwd = forward(modules, micro, s)
+        part = Credit(credit.advantages[rows, :width], None if credit.returns is None else credit.returns[rows, :width],
+                      credit.weights[rows, :width])  # (m, w) each
+        total, micro_terms, micro_own = _loss(modules, micro, fwd, part, cfg, denom, refused)
+        total.backward()
+        share = float(micro.response_mask.sum()) / max(float(mask.sum()), 1.0)
+        for key, value in micro_terms.items():
+            terms[key] = terms.get(key, 0.0) + value
+        for key, value in micro_own.items():
+            own[key] = own.get(key, 0.0) + share * value
+        logprobs[rows, :width] = fwd.logprobs.detach()
+        if fwd.entropy is not None:
+            has_entropy = True
+            entropy[rows, :width] = fwd.entropy.detach()
+    logs = {**terms, **own, **_step(params, optimizer, cfg)}
+    return {**logs, **_forward_metrics(logprobs, entropy if has_entropy else None, mb, cfg)}
+
+
+def _loss(modules: TrainModules, mb: RolloutBatch, fwd: Forward, credit: Credit, cfg: L.LossConfig,
+          denom: torch.Tensor | None, reduce: BatchReduce | None = None,
+          ) -> tuple[torch.Tensor, dict[str, float], dict[str, float]]:
+    """The loss of minibatch (or micro-batch) `mb`: (total with gradient, its terms, the policy loss's own
+    metrics). `denom`: what each term's aggregation divides by (None: `mb`'s own count)."""
+    mask = mb.response_mask  # (b, t)
     critic = modules.value_head if modules.value_head is not None else modules.critic
-    logs: dict[str, float] = {}
-    total, loss_logs = L.policy_loss_terms(fwd.logprobs, mb.old_logprobs, credit.advantages, credit.weights, mask,
-                                           cfg, denom, entropy=fwd.entropy)
-    logs["pg_loss"] = float(total.detach())
-    logs.update({key: float(value) for key, value in loss_logs.items()})  # the policy loss's own metrics
+    total, own = L.policy_loss_terms(fwd.logprobs, mb.old_logprobs, credit.advantages, credit.weights, mask,
+                                     cfg, denom, entropy=fwd.entropy, reduce=reduce)
+    terms = {"pg_loss": float(total.detach())}
     if critic is not None and credit.returns is not None:
         assert fwd.values is not None  # a forward with a critic has values
         old_values = mb.values if mb.values is not None else fwd.values.detach()
         vl = L.value_loss(fwd.values, old_values, credit.returns, mask, cfg, denom)
         total = total + cfg.value_coef * vl
-        logs["value_loss"] = float(vl.detach())
+        terms["value_loss"] = float(vl.detach())
     if cfg.kl_coef > 0:
         if mb.ref_logprobs is None:
             raise ValueError("loss.kl_coef > 0 needs reference log-probs in the batch")
         kl = L.agg_loss(L.kl_k3(fwd.logprobs, mb.ref_logprobs), mask, cfg.agg, denom)
         total = total + cfg.kl_coef * kl
-        logs["kl_ref"] = float(kl.detach())
+        terms["kl_ref"] = float(kl.detach())
     if cfg.entropy_coef > 0 and fwd.entropy is not None:
         total = total - cfg.entropy_coef * L.entropy_bonus(fwd.entropy, mask, cfg.agg, denom)
-    optimizer.zero_grad(set_to_none=True)
-    total.backward()
-    grad_norm = torch.nn.utils.clip_grad_norm_(params.policy, cfg.max_grad_norm)
+    return total, terms, {key: float(value) for key, value in own.items()}
+
+
+def _step(params: Parameters, optimizer: torch.optim.Optimizer, cfg: L.LossConfig) -> dict[str, float]:
+    """Clip the accumulated gradients (the policy's and the critic's separately) and take the optimizer step."""
+    logs = {"grad_norm": float(torch.nn.utils.clip_grad_norm_(params.policy, cfg.max_grad_norm))}
     if params.critic:
         logs["critic_grad_norm"] = float(torch.nn.utils.clip_grad_norm_(params.critic, cfg.max_grad_norm))
     optimizer.step()
-    for key, value in L.policy_metrics(fwd.logprobs.detach(), mb.old_logprobs, mask, cfg).items():
-        logs[key] = float(value)
-    if fwd.entropy is not None:
-        logs["entropy"] = float((fwd.entropy.detach() * mask).sum() / mask.sum().clamp(min=1))
-    logs["grad_norm"] = float(grad_norm)
+    return logs
+
+
+def _forward_metrics(logprobs: torch.Tensor, entropy: torch.Tensor | None, mb: RolloutBatch,
+                     cfg: L.LossConfig) -> dict[str, float]:
+    """The ratio metrics (and mean entropy) of the minibatch's forward, (b, t) tensors."""
+    mask = mb.response_mask
+    logs = {key: float(value) for key, value in L.policy_metrics(logprobs.detach(), mb.old_logprobs, mask, cfg).items()}
+    if entropy is not None:
+        logs["entropy"] = float((entropy.detach() * mask).sum() / mask.sum().clamp(min=1))
     return logs
 
 
@@ -204,5 +271,8 @@ def ppo_update(modules: TrainModules, optimizer: torch.optim.Optimizer, batch: R
         for chunk in minibatch_rows(batch.batch_size, s, generator):
             mb = batch.select(chunk).crop().to(s.device)
             rows = credit.rows(chunk, mb.input_ids.shape[1], s.device)
-            steps.extend(train_minibatch(modules, params, optimizer, mb, forward(modules, mb, s), rows, s))
+            if s.micro_batch_rows and mb.batch_size > s.micro_batch_rows:
+                steps.append(accumulated_step(modules, params, optimizer, mb, rows, s))
+            else:
+                steps.extend(train_minibatch(modules, params, optimizer, mb, forward(modules, mb, s), rows, s))
     return mean_metrics(steps)

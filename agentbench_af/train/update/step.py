@@ -16,7 +16,8 @@ The pass is kept when
   the values before the update);
 - the caller does not vouch that the batch was sampled by `TransformersEngine` on the trained module at
   its current weights (`StepContext.on_policy`; e.g. vLLM's numerics differ from the training forward's);
-- the run is data-parallel (credit and the loss need every rank's rows).
+- the run is data-parallel (credit and the loss need every rank's rows);
+- the update runs in micro-batches (`rl.micro_batch_rows`: the pass is then as many no-grad forwards).
 Left out: skipping the pass for the first minibatch of several (later minibatches would still need it).
 """
 
@@ -67,20 +68,21 @@ def samples_on_policy(engine: object, learner: Learner) -> bool:
 def fuses_scoring(cfg: TrainConfig, learner: Learner, ctx: StepContext) -> bool:
     """Whether the update's forward replaces the scoring pass exactly (see the module docstring)."""
     return (ctx.on_policy and not ctx.ranks.active and cfg.rl.epochs == 1 and cfg.rl.minibatches == 1
-            and learner.ref_lm is None and learner.value_head is None and learner.critic is None)
+            and learner.ref_lm is None and learner.value_head is None and learner.critic is None
+            and not cfg.rl.micro_batch_rows)
 
 
 def update_settings(cfg: TrainConfig, ctx: StepContext) -> UpdateSettings:
     return UpdateSettings(cfg.loss, ctx.device, cfg.rl.epochs, cfg.rl.minibatches, max(cfg.rollout.temperature, 1e-6),
                           ctx.autocast, cfg.rl.critic == "detached", UpdateSync(ctx.ranks) if ctx.ranks.active else None,
-                          cfg.rl.lopti_threshold if cfg.rl.token_passes == "lopti" else None)
+                          cfg.rl.lopti_threshold if cfg.rl.token_passes == "lopti" else None, cfg.rl.micro_batch_rows)
 
 
 def score(learner: Learner, batch: RolloutBatch, cfg: TrainConfig, device: torch.device) -> RolloutBatch:
     """The scoring pass: a copy of `batch` with old log-probs, entropies, values and reference log-probs
     from no-grad forwards of the learner's (unwrapped) modules."""
     return score_batch(learner.policy.lm, batch, cfg.rollout.temperature, device, learner.value_head,
-                       learner.ref_lm, learner.critic)
+                       learner.ref_lm, learner.critic, max_rows=cfg.rl.micro_batch_rows or None)
 
 
 def credit_for(batch: RolloutBatch, cfg: TrainConfig, ranks: Ranks = SINGLE) -> Credit:
