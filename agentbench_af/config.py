@@ -281,7 +281,7 @@ def merge_mappings(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
 
 
 HASH_DROP = ("run.seed", "run.out_dir", "run.name", "run.init_from", "run.threads", "run.parallel", "diagnostic",
-             "run.report_to", "imports", "eval.also_greedy", "rl.micro_batch_rows")
+             "run.report_to", "imports", "eval.also_greedy", "rl.micro_batch_rows", "sft.micro_batch_rows")
 
 
 #: fields added after records were first written (the policy-loss registry and the neighbourhood's credit
@@ -316,8 +316,8 @@ def config_hash(cfg: Any, drop: tuple[str, ...] = HASH_DROP) -> str:
 
     `run.init_from` is dropped because a shared warm start's directory names its seed (the warm start
     itself is determined by the env, model, sft and seed fields, which stay); `run.threads` and
-    `run.parallel` (DDP or FSDP2 under torchrun) and `rl.micro_batch_rows` change speed and memory, not the
-    experiment;
+    `run.parallel` (DDP or FSDP2 under torchrun) and the `micro_batch_rows` of rl and sft change speed and
+    memory, not the experiment;
     `diagnostic` only sets how the run is measured, `run.report_to` where metrics are copied and
     `imports` where code is found, and `eval.also_greedy` adds a measurement (the greedy evaluation runs after
     the sampled one and draws no random numbers training uses).

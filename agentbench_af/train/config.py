@@ -185,10 +185,14 @@ class SFTConfig:
     #: the warm start's seed (model init, demonstration seeds, batch order); None: the run's seed. A fixed
     #: value lets a sweep's seeds share one warm start, so they differ in RL and evaluation only
     seed: int | None = field(default=None, metadata=OMIT_WHEN_UNSET)
+    #: gradient accumulation: at most this many demonstration rows per forward and backward of a step (one
+    #: optimizer step on the mean over the whole batch's tokens); 0: the whole batch at once. Memory only,
+    #: so neither in the config hash nor in the warm start's key
+    micro_batch_rows: int = 0
 
     def __post_init__(self) -> None:
         check_choices(self, "sft")
-        _check_counts(self, "sft", ("lr",), steps=0, batch_size=1, warmup_steps=0, episodes=1)
+        _check_counts(self, "sft", ("lr",), steps=0, batch_size=1, warmup_steps=0, episodes=1, micro_batch_rows=0)
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Gradient accumulation (`rl.micro_batch_rows`): a minibatch run as micro-batches, each loss aggregated
+"""Gradient accumulation (`rl.micro_batch_rows`, and `sft.micro_batch_rows` for the SFT step): a minibatch run as micro-batches, each loss aggregated
 with the whole minibatch's denominator, gives the step of the one-forward update (checked with SGD, where
 the step is the gradient itself), for every aggregation, with a critic and a KL term; refused where a
 micro-batch would change the method."""
@@ -23,6 +23,8 @@ from agentbench_af.train.config import RLConfig, TrainConfig
 from agentbench_af.train.distributed.data_parallel import TrainModules
 from agentbench_af.train.update.loss import LossConfig
 from agentbench_af.train.update.ppo import Credit, UpdateSettings, ppo_update
+from agentbench_af.train.warm.sft import sft_step
+from agentbench_af.train.warm.warm_start import warm_start_settings
 
 CPU = torch.device("cpu")
 
@@ -95,3 +97,32 @@ def test_the_config_checks_and_leaves_it_out_of_the_hash():
     plain = TrainConfig()
     micro = dataclasses.replace(plain, rl=dataclasses.replace(plain.rl, micro_batch_rows=16))
     assert config_hash(micro) == config_hash(plain)  # memory, not the experiment
+
+
+def _sft_step(warm_start, batch, micro_rows):
+    policy = Policy.load(warm_start)
+    params = list(policy.lm.parameters())
+    before = [p.detach().clone() for p in params]
+    policy.lm.train()
+    loss = sft_step(policy.lm, params, torch.optim.SGD(params, lr=1.0), batch, micro_rows)
+    return torch.cat([(p.detach() - q).reshape(-1) for p, q in zip(params, before, strict=True)]), loss
+
+
+def test_sft_micro_batches_take_the_one_forward_step(warm_start, batch):
+    # clipped to norm 1 on both sides, so equal gradients give equal steps
+    whole, loss = _sft_step(warm_start, batch, 0)
+    assert whole.abs().max() > 1e-4
+    for rows in (1, 4):
+        step, micro_loss = _sft_step(warm_start, batch, rows)
+        gap = float((step - whole).abs().max())
+        assert gap <= 1e-4 * float(whole.abs().max()), (rows, gap)
+        assert micro_loss == pytest.approx(loss, rel=1e-5)
+
+
+def test_sft_micro_batches_keep_the_warm_start_key_and_the_hash():
+    plain = TrainConfig()
+    micro = dataclasses.replace(plain, sft=dataclasses.replace(plain.sft, micro_batch_rows=4))
+    assert warm_start_settings(micro) == warm_start_settings(plain)
+    assert config_hash(micro) == config_hash(plain)
+    with pytest.raises(ValueError, match="sft.micro_batch_rows must be >= 0"):
+        dataclasses.replace(plain.sft, micro_batch_rows=-2)

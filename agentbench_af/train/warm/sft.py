@@ -100,15 +100,27 @@ def sft_loss(lm: torch.nn.Module, mb: RolloutBatch) -> torch.Tensor:
 
 
 def sft_step(lm: torch.nn.Module, params: list[torch.nn.Parameter], optimizer: torch.optim.Optimizer,
-             mb: RolloutBatch) -> float:
+             mb: RolloutBatch, micro_batch_rows: int = 0) -> float:
     """One SFT optimizer step on batch `mb` (`params`: what `optimizer` trains, clipped to norm 1); returns
-    the loss before the step."""
-    loss = sft_loss(lm, mb)
+    the loss before the step. `micro_batch_rows` > 0: forwards and backwards of at most that many rows, each
+    summed negative log-likelihood divided by the whole batch's generated tokens (gradient accumulation:
+    the same step up to float rounding)."""
     optimizer.zero_grad(set_to_none=True)
-    loss.backward()
+    if not micro_batch_rows or mb.batch_size <= micro_batch_rows:
+        loss = sft_loss(lm, mb)
+        loss.backward()
+        total = float(loss.detach())
+    else:
+        tokens = mb.response_mask.sum().clamp(min=1).float()  # (,): the whole batch's generated tokens
+        total = 0.0
+        for rows in torch.arange(mb.batch_size).split(micro_batch_rows):
+            micro = mb.select(rows).crop()
+            part = sft_loss(lm, micro) * (micro.response_mask.sum().float() / tokens)  # its share of the mean
+            part.backward()
+            total += float(part.detach())
     torch.nn.utils.clip_grad_norm_(params, 1.0)
     optimizer.step()
-    return float(loss.detach())
+    return total
 
 
 def sft_warm_start(
@@ -149,7 +161,7 @@ def sft_warm_start(
     last_save = time.monotonic()
     for step in range(start, cfg.sft.steps):
         rows = torch.randint(0, data.batch_size, (min(cfg.sft.batch_size, data.batch_size),), generator=gen)
-        loss_value = sft_step(lm, params, optimizer, data.select(rows).crop().to(device))
+        loss_value = sft_step(lm, params, optimizer, data.select(rows).crop().to(device), cfg.sft.micro_batch_rows)
         scheduler.step()
         due = (step + 1) % SFT_CHECKPOINT_EVERY == 0 or time.monotonic() - last_save >= SFT_CHECKPOINT_SECONDS
         if checkpoint is not None and due and step + 1 < cfg.sft.steps:

@@ -55,12 +55,14 @@ def same_warm_start_data(data: dict[str, Any]) -> dict[str, Any]:
 def warm_start_settings(cfg: TrainConfig) -> dict[str, Any]:
     """Everything that decides the warm start `cfg` builds, as plain data (not `credit.format_role`: SFT
     trains on every generated token whatever its role; not the `RL_ONLY_ROLLOUT` sampling settings (at their
-    defaults); not `model.gradient_checkpointing`: it changes
+    defaults); not `model.gradient_checkpointing` nor `sft.micro_batch_rows`: they change
     the SFT's memory, not its gradients; not the `model.lora_*` fields while `model.lora_rank` is 0: they
     do nothing then, and a warm start built before they existed keeps its key)."""
     data = {k: v for k, v in to_dict(cfg).items() if k in WARM_START_FIELDS}
     data["model"] = {k: v for k, v in data["model"].items()
                      if k != "gradient_checkpointing" and not (k.startswith("lora_") and cfg.model.lora_rank == 0)}
+    if "sft" in data:
+        data["sft"] = {k: v for k, v in data["sft"].items() if k != "micro_batch_rows"}
     return {**same_warm_start_data(data), "seed": cfg.warm_start_seed}
 
 
