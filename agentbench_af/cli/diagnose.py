@@ -227,7 +227,6 @@ def _diagnose_sampled(model: Path, env_id: str, cfg, step: int | None, prompts: 
     from tqdm.auto import tqdm
 
     import agentbench_af
-    from agentbench_af.config import apply_overrides, from_dict, to_dict
     from agentbench_af.diagnose import inputs
     from agentbench_af.diagnose.pipeline import diagnose_batches
     from agentbench_af.diagnose.sample import SampleSpec, sample_batch
@@ -240,7 +239,7 @@ def _diagnose_sampled(model: Path, env_id: str, cfg, step: int | None, prompts: 
         raise _fail(f"--env: {exc.args[0] if exc.args else exc}") from exc
     rollout = cfg.rollout if cfg is not None else RolloutConfig()
     try:
-        rollout = from_dict(RolloutConfig, apply_overrides(to_dict(rollout), rollout_set)) if rollout_set else rollout
+        rollout = rollout.overridden(rollout_set)
         rollout = dataclasses.replace(rollout, group_size=group or rollout.group_size,
                                       temperature=rollout.temperature if temperature is None else temperature)
         spec = SampleSpec(env_id, prompts, rollout, cfg.credit.format_role if cfg is not None else "reasoning",

@@ -116,15 +116,10 @@ def eval_command(
         cfg = train_config_from_dict(yaml.safe_load(cfg_path.read_text()) or {})
     except ConfigError as exc:
         raise _fail(f"{cfg_path}: {exc}") from exc
-    rollout = cfg.rollout
-    if rollout_set:
-        from agentbench_af.config import apply_overrides, from_dict, to_dict
-        from agentbench_af.rollout.types import RolloutConfig
-
-        try:
-            rollout = from_dict(RolloutConfig, apply_overrides(to_dict(rollout), rollout_set))
-        except ValueError as exc:  # ConfigError included
-            raise _fail(f"--rollout: {exc}") from exc
+    try:
+        rollout = cfg.rollout.overridden(rollout_set)
+    except ValueError as exc:  # ConfigError included
+        raise _fail(f"--rollout: {exc}") from exc
     if policy_name not in ("final_policy", "warm_start"):
         raise _fail(f"--policy must be final_policy or warm_start, got {policy_name!r}")
     policy_dir = run_dir / policy_name

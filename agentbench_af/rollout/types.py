@@ -53,6 +53,13 @@ class RolloutConfig:
     #: trains on the groups it kept
     dynamic_sampling_max_rounds: int = 3
 
+    def overridden(self, sets: Sequence[str]) -> RolloutConfig:
+        """A copy with `KEY=VALUE` settings applied (`rollout.` keys without the prefix); `ValueError`
+        (a `ConfigError`) names a bad key or value."""
+        from agentbench_af.config import apply_overrides, from_dict, to_dict
+
+        return from_dict(RolloutConfig, apply_overrides(to_dict(self), list(sets))) if sets else self
+
     def __post_init__(self) -> None:
         check_choices(self, "rollout")
         for name in ("group_size", "window_turns", "max_new_tokens", "max_context_tokens", "max_batch_size",

@@ -134,6 +134,14 @@ def clipped_surrogate(
     return clip_surrogate(ratio, advantages, eps_low, eps_high, dual_clip)
 
 
+def agg_count(mask: torch.Tensor, mode: str) -> torch.Tensor:
+    """(,) float32: what `agg_loss` divides `mask`'s values by without a `denominator` (masked tokens for
+    token-mean, rows with a masked token otherwise, at least 1); a micro-batch passes its minibatch's."""
+    mask = mask.bool()
+    count = mask.sum() if mode == "token-mean" else (mask.sum(-1) > 0).sum()
+    return count.clamp(min=1).to(torch.float32)
+
+
 def agg_loss(per_token: torch.Tensor, mask: torch.Tensor, mode: str,
              denominator: torch.Tensor | float | None = None) -> torch.Tensor:
     """Aggregate (B, T) per-token values over mask to a scalar.

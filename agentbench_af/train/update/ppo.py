@@ -131,23 +131,20 @@ def accumulated_step(modules: TrainModules, params: Parameters, optimizer: torch
     if s.sync is not None:
         raise ValueError("rl.micro_batch_rows is for one process: under data parallelism use more ranks instead")
     cfg, mask = s.loss, mb.response_mask  # (b, t)
-    count = mask.sum() if cfg.agg == "token-mean" else (mask.sum(-1) > 0).sum()
-    denom = count.clamp(min=1).to(torch.float32)  # (,): what agg_loss divides by over the whole minibatch
+    denom = L.agg_count(mask, cfg.agg)  # (,): what agg_loss divides by over the whole minibatch
     refused = RefusedReduce(f"loss.policy={cfg.policy} takes a batch statistic, which a micro-batch of "
                             f"rl.micro_batch_rows={s.micro_batch_rows} would take over its own rows only: "
                             f"set rl.micro_batch_rows=0")
     logprobs = torch.zeros_like(mb.old_logprobs)  # (b, t): each micro-batch's detached log-probs
-    entropy = torch.zeros_like(mb.old_logprobs)  # (b, t), read only where the forward gives entropies
+    entropy: torch.Tensor | None = None  # (b, t) once a forward gives entropies
     terms: dict[str, float] = {}
     own: dict[str, float] = {}
-    has_entropy = False
     optimizer.zero_grad(set_to_none=True)
     for rows in torch.arange(mb.batch_size).split(s.micro_batch_rows):
         micro = mb.select(rows).crop()
         width = micro.input_ids.shape[1]
         fwd = forward(modules, micro, s)
-        part = Credit(credit.advantages[rows, :width], None if credit.returns is None else credit.returns[rows, :width],
-                      credit.weights[rows, :width])  # (m, w) each
+        part = credit.rows(rows, width, s.device)  # (m, w) each
         total, micro_terms, micro_own = _loss(modules, micro, fwd, part, cfg, denom, refused)
         total.backward()
         share = float(micro.response_mask.sum()) / max(float(mask.sum()), 1.0)
@@ -157,10 +154,10 @@ def accumulated_step(modules: TrainModules, params: Parameters, optimizer: torch
             own[key] = own.get(key, 0.0) + share * value
         logprobs[rows, :width] = fwd.logprobs.detach()
         if fwd.entropy is not None:
-            has_entropy = True
+            entropy = torch.zeros_like(logprobs) if entropy is None else entropy
             entropy[rows, :width] = fwd.entropy.detach()
     logs = {**terms, **own, **_step(params, optimizer, cfg)}
-    return {**logs, **_forward_metrics(logprobs, entropy if has_entropy else None, mb, cfg)}
+    return {**logs, **_forward_metrics(logprobs, entropy, mb, cfg)}
 
 
 def _loss(modules: TrainModules, mb: RolloutBatch, fwd: Forward, credit: Credit, cfg: L.LossConfig,

@@ -92,11 +92,12 @@ class Spent:
                 "cpu_s": self.earlier["cpu_s"] + time.process_time() - self.cpu0}
 
 
-def sft_loss(lm: torch.nn.Module, mb: RolloutBatch) -> torch.Tensor:
-    """Mean negative log-likelihood of the generated tokens (`mb.response_mask`) of batch `mb`."""
+def sft_loss(lm: torch.nn.Module, mb: RolloutBatch, tokens: torch.Tensor | None = None) -> torch.Tensor:
+    """Negative log-likelihood of the generated tokens (`mb.response_mask`) of batch `mb`, summed and divided
+    by `tokens` (default: `mb`'s own generated tokens, the mean; a micro-batch passes its batch's)."""
     logprobs = generated_logprobs(lm, mb.input_ids, mb.attention_mask, mb.response_mask)  # (b, t)
     mask = mb.response_mask.float()  # (b, t)
-    return -(logprobs * mask).sum() / mask.sum().clamp(min=1.0)
+    return -(logprobs * mask).sum() / (mask.sum().clamp(min=1.0) if tokens is None else tokens)
 
 
 def sft_step(lm: torch.nn.Module, params: list[torch.nn.Parameter], optimizer: torch.optim.Optimizer,
@@ -114,8 +115,7 @@ def sft_step(lm: torch.nn.Module, params: list[torch.nn.Parameter], optimizer: t
         tokens = mb.response_mask.sum().clamp(min=1).float()  # (,): the whole batch's generated tokens
         total = 0.0
         for rows in torch.arange(mb.batch_size).split(micro_batch_rows):
-            micro = mb.select(rows).crop()
-            part = sft_loss(lm, micro) * (micro.response_mask.sum().float() / tokens)  # its share of the mean
+            part = sft_loss(lm, mb.select(rows).crop(), tokens)  # its share of the batch's mean
             part.backward()
             total += float(part.detach())
     torch.nn.utils.clip_grad_norm_(params, 1.0)
