@@ -9,7 +9,8 @@ warm start; so the last saved batch was sampled one update or more before that p
 the parameters the run's RL trains: fresh LoRA adapters for a LoRA run, every parameter otherwise
 (`--lora-rank` chooses; `diagnose.gradient_space`). The work is in
 `agentbench_af.diagnose` (sample.py, pipeline.py, inputs.py) and `train.bookkeeping.saved_run` (reading a run
-directory); this file parses and prints.
+directory); this file parses and prints. A killed call resumes: the same call again reuses the sampled batch
+and every measured group's gradients kept in OUT/.diagnose-checkpoint (`diagnose.checkpoint`), removed at the end.
 Left out: several runs at once (run the command per run; `agentbench-af table` compares records).
 """
 
@@ -89,6 +90,34 @@ class _Space:
         return lm, described
 
 
+def _checkpoint(out: Path, key: dict, what: str):
+    """The output folder's checkpoint for `key` (`diagnose.checkpoint`), saying what it resumes from."""
+    from agentbench_af.diagnose.checkpoint import CHECKPOINT_DIR, DiagnoseCheckpoint
+
+    try:
+        ck = DiagnoseCheckpoint.open(out / CHECKPOINT_DIR, key)
+    except OSError as exc:
+        raise _fail(str(exc).splitlines()[0]) from exc
+    if ck.resumed_batch or ck.resumed_groups:
+        parts = (["the sampled batch"] if ck.resumed_batch else []) + \
+            ([f"{ck.resumed_groups} measured group{'s' if ck.resumed_groups != 1 else ''}"] if ck.resumed_groups else [])
+        typer.echo(f"resuming {what}: {' and '.join(parts)} from {ck.folder}", err=True)
+    return ck
+
+
+def _group_bar(quiet: bool):
+    """A progress bar over the headline's measured groups, and the `on_group` callback that moves it."""
+    from tqdm.auto import tqdm
+
+    bar = tqdm(desc="headline gradients", unit="group", disable=quiet, leave=False)
+
+    def on_group(done: int, total: int) -> None:
+        bar.total = total
+        bar.update(done - bar.n)
+
+    return bar, on_group
+
+
 def _print_summary(stats, head: str, headline, gradients: str | None = None) -> None:
     from agentbench_af.diagnose.report import undefined_reason, verdict
 
@@ -159,7 +188,7 @@ def diagnose_command(
             if prompts != 32 or group is not None or temperature is not None or seed != 0 or rollout_set:
                 typer.echo("note: --prompts/--group/--temperature/--seed/--rollout apply to sampling; reading the run's saved "
                            "rollouts (add --fresh to sample from its final_policy)", err=True)
-            _diagnose_saved(run_dir, cfg, saved, out or run_dir / "diagnose", ref, torch_device, space)
+            _diagnose_saved(run_dir, cfg, saved, out or run_dir / "diagnose", ref, torch_device, space, quiet)
             return
         if not is_model_dir(run_dir / "final_policy"):
             why = "no final_policy" if fresh else "no saved rollouts (rollouts/step-*.pt) and no final_policy"
@@ -181,8 +210,10 @@ def diagnose_command(
                       torch_device, quiet, space, rollout_set)
 
 
-def _diagnose_saved(run_dir: Path, cfg, paths: list[Path], out: Path, ref: Path | None, device, space: _Space) -> None:
+def _diagnose_saved(run_dir: Path, cfg, paths: list[Path], out: Path, ref: Path | None, device, space: _Space,
+                    quiet: bool) -> None:
     from agentbench_af.diagnose import inputs
+    from agentbench_af.diagnose.checkpoint import weight_files
     from agentbench_af.diagnose.pipeline import diagnose_batches
     from agentbench_af.diagnose.sample import add_ref_logprobs
     from agentbench_af.results.rollout_store import load_rollouts
@@ -201,15 +232,21 @@ def _diagnose_saved(run_dir: Path, cfg, paths: list[Path], out: Path, ref: Path 
     meta = {"run": run_dir.name, "env": cfg.env.id, "method": cfg.method, "ref": ref.name if ref else None,
             "source": "saved rollouts", "steps": len(paths),
             "headline_policy": policy_dir.name if policy_dir is not None else None, "headline_gradients": gradients}
+    ck = _checkpoint(out, {"source": "saved rollouts", "run": str(run_dir.resolve()), "rollouts": [
+        [p.name, p.stat().st_size, p.stat().st_mtime_ns] for p in paths], "policy": None if policy_dir is None else
+        weight_files(policy_dir), "gradients": gradients, "seed": cfg.run.seed, "device": str(device)}, "the headline")
+    bar, on_group = _group_bar(quiet)
     try:
         result = diagnose_batches((load_rollouts(p) for p in paths), out,
                                   inputs.token_texts(tokenizer) if tokenizer is not None else inputs.id_texts,
                                   meta=meta, title=f"{cfg.env.id} {cfg.method} ({run_dir.name})", prepare=prepare,
                                   lm=lm, temperature=cfg.rollout.temperature,
                                   device=device, format_role=cfg.credit.format_role,
-                                  headline_settings=space.settings(cfg))
+                                  headline_settings=space.settings(cfg), grams=ck, on_group=on_group)
     except ValueError as exc:
         raise _fail(str(exc).splitlines()[0]) from exc
+    bar.close()
+    ck.finish()
     steps = [s for s, _ in result.history]
     _print_summary(result.stats, f"{cfg.env.id} {cfg.method}, saved rollouts of step {result.step} "
                                  f"({len(steps)} saved step{'s' if len(steps) != 1 else ''})", result.headline,
@@ -228,6 +265,7 @@ def _diagnose_sampled(model: Path, env_id: str, cfg, step: int | None, prompts: 
 
     import agentbench_af
     from agentbench_af.diagnose import inputs
+    from agentbench_af.diagnose.checkpoint import weight_files
     from agentbench_af.diagnose.pipeline import diagnose_batches
     from agentbench_af.diagnose.sample import SampleSpec, sample_batch
     from agentbench_af.rollout.types import RolloutConfig
@@ -250,18 +288,27 @@ def _diagnose_sampled(model: Path, env_id: str, cfg, step: int | None, prompts: 
     ref_lm = _ref_model(ref, policy.tokenizer, device)
     # before sampling, so that a space that does not fit fails at once; fresh adapters (B = 0) sample as without
     lm, gradients = space.model(policy.lm, cfg, cfg.run.seed if cfg is not None else seed, rollout.group_size)
-    bar = tqdm(desc=f"sampling {env_id} ({prompts} x {rollout.group_size})", unit="turn", disable=quiet, leave=False)
-    batch = sample_batch(policy, spec, device, ref_lm, progress=bar.update)
-    bar.close()
     out = out or Path(f"diagnose-{env_id}")
+    ck = _checkpoint(out, {"source": "sampled", "model": str(model.resolve()), "weights": weight_files(model),
+                           "spec": dataclasses.asdict(spec), "gradients": gradients, "device": str(device),
+                           "ref": None if ref is None else [str(ref.resolve()), weight_files(ref)]}, "the diagnostic")
+    batch = ck.batch()
+    if batch is None:
+        bar = tqdm(desc=f"sampling {env_id} ({prompts} x {rollout.group_size})", unit="turn", disable=quiet, leave=False)
+        batch = ck.save_batch(sample_batch(policy, spec, device, ref_lm, progress=bar.update))
+        bar.close()
     meta = {"model": model.name if cfg is not None else str(model), "env": env_id, "prompts": prompts,
             "group": rollout.group_size, "temperature": rollout.temperature, "seed": seed,
             "ref": ref.name if ref else None, "source": "sampled", "headline_gradients": gradients,
             "rollout_settings": list(rollout_set)}
     label = f"{model.parent.name}/{model.name}" if cfg is not None else model.name
+    bar, on_group = _group_bar(quiet)
     result = diagnose_batches([(step, batch)], out, inputs.token_texts(policy.tokenizer), meta=meta,
                               title=f"{env_id} {label}", lm=lm, temperature=rollout.temperature,
-                              device=device, format_role=spec.format_role, headline_settings=space.settings(cfg))
+                              device=device, format_role=spec.format_role, headline_settings=space.settings(cfg),
+                              grams=ck, on_group=on_group)
+    bar.close()
+    ck.finish()
     _print_summary(result.stats, f"{env_id} {label}, {prompts} groups x {rollout.group_size} rollouts "
                                  f"at temperature {rollout.temperature:g}", result.headline, gradients)
     typer.echo(f"wrote {len(result.written)} files in {out}")

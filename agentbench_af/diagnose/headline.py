@@ -26,14 +26,17 @@ of the log-probability of rollout i's role-k tokens (`gradient_signal.py`):
   role's energies e = -old log-prob (rollouts without role tokens left out of the mean version), averaged
   over the groups where defined (>= 2 rollouts, neither side constant), over every used group.
 The claim that the signal concentrates on the actions holds only where the interval lies above the null.
+`grams` (e.g. `checkpoint.DiagnoseCheckpoint`) keeps each measured group's Gram matrices, so that a killed
+diagnostic resumes; `on_group(done, total)` is called after each measured group (a progress bar).
 Undefined values are None with a `reason`. Left out: per-turn headlines and other energy sources (the
 gradient does not depend on an energy source).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -50,6 +53,14 @@ from agentbench_af.diagnose.gradient_signal import (
 )
 from agentbench_af.diagnose.tokens import REL_TOL
 from agentbench_af.rollout.batch import RolloutBatch
+
+
+class GramStore(Protocol):
+    """Where measured groups' Gram matrices are kept between calls (`checkpoint.DiagnoseCheckpoint`)."""
+
+    def grams(self, group: int) -> dict[str, torch.Tensor] | None: ...
+
+    def put(self, group: int, grams: dict[str, torch.Tensor]) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -198,13 +209,18 @@ def _correlations(batch: RolloutBatch, grp: _Groups, format_role: str) -> dict[s
 
 
 def _group_signal(lm: nn.Module, batch: RolloutBatch, grp: _Groups, g: int, temperature: float,
-                  device: torch.device | str, format_role: str) -> tuple[GroupSignal, dict[str, torch.Tensor], torch.Tensor]:
+                  device: torch.device | str, format_role: str,
+                  store: GramStore | None) -> tuple[GroupSignal, dict[str, torch.Tensor], torch.Tensor]:
     trajs = (grp.traj_group == g).nonzero().squeeze(-1)  # (G,)
-    local = torch.full((grp.traj_group.numel(),), -1, dtype=torch.long)
-    local[trajs] = torch.arange(trajs.numel())
-    row_local = local[batch.sample_traj]  # (B,)
-    rows = (row_local >= 0).nonzero().squeeze(-1)  # (b,)
-    grams = role_grams(lm, batch, rows, row_local[rows], int(trajs.numel()), temperature, device, format_role)
+    grams = store.grams(g) if store is not None else None
+    if grams is None or any(tuple(grams.get(k, torch.empty(0)).shape) != (trajs.numel(),) * 2 for k in SIGNAL_ROLES):
+        local = torch.full((grp.traj_group.numel(),), -1, dtype=torch.long)
+        local[trajs] = torch.arange(trajs.numel())
+        row_local = local[batch.sample_traj]  # (B,)
+        rows = (row_local >= 0).nonzero().squeeze(-1)  # (b,)
+        grams = role_grams(lm, batch, rows, row_local[rows], int(trajs.numel()), temperature, device, format_role)
+        if store is not None:
+            store.put(g, grams)
     adv = grp.adv[trajs]  # (G,)
     sig = GroupSignal(g, int(trajs.numel()), {k: signal_energy(grams[k], adv) for k in SIGNAL_ROLES},
                       {k: null_energy(grams[k], adv) for k in SIGNAL_ROLES})
@@ -214,7 +230,8 @@ def _group_signal(lm: nn.Module, batch: RolloutBatch, grp: _Groups, g: int, temp
 def compute_headline(batch: RolloutBatch, lm: nn.Module | None, temperature: float = 1.0,
                      device: torch.device | str = "cpu", format_role: str = "reasoning", max_groups: int = 16,
                      shuffles: int = 64, resamples: int = 1000, confidence: float = 0.95,
-                     seed: int = 0) -> HeadlineStats:
+                     seed: int = 0, grams: GramStore | None = None,
+                     on_group: Callable[[int, int], object] | None = None) -> HeadlineStats:
     """The headline of `batch` under policy `lm` (None: correlations only). Raises ValueError on bad
     settings or a batch whose log-probs are not finite."""
     if max_groups < 1 or shuffles < 1 or resamples < 1 or not 0 < confidence < 1:
@@ -230,11 +247,13 @@ def compute_headline(batch: RolloutBatch, lm: nn.Module | None, temperature: flo
     groups, shuffled = [], np.zeros((shuffles, len(measured), len(SIGNAL_ROLES)))  # (P, Gm, 2)
     for j, g in enumerate(measured):
         assert lm is not None  # `measured` is empty without a policy
-        sig, grams, adv = _group_signal(lm, batch, grp, g, temperature, device, format_role)
+        sig, gram, adv = _group_signal(lm, batch, grp, g, temperature, device, format_role, grams)
         groups.append(sig)
         for p in range(shuffles):
             perm = torch.from_numpy(rng.permutation(adv.numel()))
-            shuffled[p, j] = [signal_energy(grams[k], adv[perm]) for k in SIGNAL_ROLES]
+            shuffled[p, j] = [signal_energy(gram[k], adv[perm]) for k in SIGNAL_ROLES]
+        if on_group is not None:
+            on_group(j + 1, len(measured))
     S = np.array([[gs.signal[k] for k in SIGNAL_ROLES] for gs in groups]).reshape(-1, 2)  # (Gm, 2)
     N = np.array([[gs.null_signal[k] for k in SIGNAL_ROLES] for gs in groups]).reshape(-1, 2)  # (Gm, 2)
     tot_s, tot_n = S.sum(0), N.sum(0)  # (2,)

@@ -21,7 +21,7 @@ from typing import Any
 from torch import nn
 
 from agentbench_af.diagnose import plots
-from agentbench_af.diagnose.headline import HeadlineStats, compute_headline
+from agentbench_af.diagnose.headline import GramStore, HeadlineStats, compute_headline
 from agentbench_af.diagnose.html import TokenTexts, write_html
 from agentbench_af.diagnose.report import write_report
 from agentbench_af.diagnose.stats import BottleneckStats, compute_bottleneck
@@ -65,9 +65,11 @@ def diagnose_batches(batches: Iterable[tuple[int | None, RolloutBatch]], out_dir
                      meta: dict[str, Any], title: str, null_permutations: int = 16, seed: int = 0,
                      prepare: Callable[[RolloutBatch], RolloutBatch] | None = None, lm: nn.Module | None = None,
                      temperature: float = 1.0, device: Any = "cpu", format_role: str = "reasoning",
-                     headline_settings: dict[str, Any] | None = None) -> Diagnosis:
+                     headline_settings: dict[str, Any] | None = None, grams: GramStore | None = None,
+                     on_group: Callable[[int, int], object] | None = None) -> Diagnosis:
     """Stats of every batch (after `prepare`, e.g. adding reference log-probs); the headline and the files
-    of the last. `headline_settings`: keyword arguments of `compute_headline` (max_groups, shuffles, ...)."""
+    of the last. `headline_settings`: keyword arguments of `compute_headline` (max_groups, shuffles, ...);
+    `grams` and `on_group` go to it too (a resumable headline, its progress)."""
     history: list[tuple[int, BottleneckStats]] = []
     last: tuple[int | None, RolloutBatch, BottleneckStats] | None = None
     for step, batch in batches:
@@ -79,7 +81,8 @@ def diagnose_batches(batches: Iterable[tuple[int | None, RolloutBatch]], out_dir
     if last is None:
         raise ValueError("no rollout batch to diagnose")
     step, batch, stats = last
-    headline = compute_headline(batch, lm, temperature, device, format_role, **(headline_settings or {}))
+    headline = compute_headline(batch, lm, temperature, device, format_role, **(headline_settings or {}),
+                                grams=grams, on_group=on_group)
     meta = {**meta, "ratio_by_step": _ratio_rows(history)} if history else meta
     written = write_outputs(out_dir, batch, stats, texts, step=step, meta=meta, history=history, title=title,
                             headline=headline)

@@ -169,3 +169,31 @@ def test_rollout_settings_for_sampling(cli_warm_start, tmp_path):
     assert "nope" in _error_line(["--model", str(cli_warm_start), "--env", ENV, "--rollout", "nope=1"])
     assert "key.sub=value" in _error_line(["--model", str(cli_warm_start), "--env", ENV, "--rollout", "max_batch_size"])
     assert "context_mode" in _error_line(["--model", str(cli_warm_start), "--env", ENV, "--rollout", "context_mode=half"])
+
+
+def test_a_killed_diagnostic_resumes(cli_warm_start, tmp_path, monkeypatch):
+    from agentbench_af.diagnose import headline
+
+    args = ["--model", str(cli_warm_start), "--env", ENV, "--prompts", "8", "--group", "4", "--seed", "2",
+            "--lora-rank", "2"]
+    _ok([*args, "--out", str(tmp_path / "once")])
+    real, calls = headline.role_grams, []
+
+    def dies_on_the_second_group(*a, **k):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # the process is killed while measuring
+        return real(*a, **k)
+
+    monkeypatch.setattr(headline, "role_grams", dies_on_the_second_group)
+    killed = runner.invoke(app, ["diagnose", *args, "--out", str(tmp_path / "twice"), "--quiet"])
+    assert killed.exit_code != 0 and not (tmp_path / "twice" / "bottleneck.json").exists()
+    output = _ok([*args, "--out", str(tmp_path / "twice")])
+    assert "resuming the diagnostic: the sampled batch and 1 measured group from" in output
+    measured = load_headline(tmp_path / "once" / "bottleneck.json").n_groups_measured
+    assert len(calls) == 2 + measured - 1  # the resumed call measures only the groups left
+    once, twice = (json.loads((tmp_path / d / "bottleneck.json").read_text()) for d in ("once", "twice"))
+    assert once == twice
+    assert not (tmp_path / "twice" / ".diagnose-checkpoint").exists()  # removed with the report written
+    other = _ok([*args, "--seed", "3", "--out", str(tmp_path / "twice")])  # another key: nothing resumed
+    assert "resuming" not in other
