@@ -102,6 +102,8 @@ def eval_command(
                                           "(repeatable), e.g. max_new_tokens=160; the output names them."),
 ) -> None:
     """Evaluate a run's final policy (or its warm start) on its evaluation seeds."""
+    from tqdm.auto import tqdm
+
     from agentbench_af.evaluate.evaluate import evaluate_policy
     from agentbench_af.evaluate.invalid_turns import invalid_breakdown
     from agentbench_af.models.policy import Policy
@@ -131,10 +133,12 @@ def eval_command(
         raise _fail(f"{run_dir} has no {policy_name} ({hint})")
     policy = Policy.load(policy_dir)
     engine = TransformersEngine(policy.lm, policy.pad_token_id, rollout.max_batch_size)
-    result, trajs = evaluate_policy(
-        engine, policy.tokenizer, policy.chat, cfg.env.id, episodes or cfg.eval.episodes,
-        cfg.eval.temperature if temperature is None else temperature, rollout, cfg.env.overrides,
-    )
+    with tqdm(desc=f"eval {cfg.env.id}", unit="turn", disable=None, leave=False) as bar:  # on a terminal only
+        result, trajs = evaluate_policy(
+            engine, policy.tokenizer, policy.chat, cfg.env.id, episodes or cfg.eval.episodes,
+            cfg.eval.temperature if temperature is None else temperature, rollout, cfg.env.overrides,
+            progress=bar.update,
+        )
     breakdown = invalid_breakdown(trajs, rollout.max_new_tokens) if reasons else None
     if as_json:
         out: dict[str, object] = dict(result.to_dict())

@@ -9,6 +9,7 @@ Left out: best-of-n or pass@k metrics (the project reports final-step success on
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 
 import agentbench_af
@@ -79,12 +80,14 @@ def evaluate_policy(
     rollout: RolloutConfig,
     env_kwargs: dict | None = None,
     seeds: list[int] | None = None,
+    progress: Callable[[int], object] | None = None,
 ) -> tuple[EvalResult, list[Trajectory]]:
     """One episode per evaluation seed at `temperature` (0: greedy); `seeds`: a subset of the first
-    `episodes` evaluation seeds (a data-parallel rank's share), default all of them."""
+    `episodes` evaluation seeds (a data-parallel rank's share), default all of them; `progress(n)` after
+    each turn with the turns just taken (a progress bar)."""
     import dataclasses
 
     cfg = dataclasses.replace(rollout, group_size=1, temperature=temperature)
     seeds = eval_seeds(env_id, episodes, env_kwargs) if seeds is None else seeds
-    trajs = collect_rollouts(engine, tokenizer, chat, env_id, seeds, cfg, env_kwargs=env_kwargs)
+    trajs = collect_rollouts(engine, tokenizer, chat, env_id, seeds, cfg, env_kwargs=env_kwargs, progress=progress)
     return summarise(trajs), trajs

@@ -115,7 +115,7 @@ def _train(cfg: TrainConfig, run: RunFolder | FollowerFolder, ranks: dp.Ranks, d
 
     def evaluate(step: int) -> dict:
         return evaluation_row(engine, policy.tokenizer, policy.chat, cfg, ranks, step,
-                              dp.rank_seed(step_seed(cfg.run.seed, step, 3), ranks))
+                              dp.rank_seed(step_seed(cfg.run.seed, step, 3), ranks), show_progress)
 
     def play(seeds: list[int]) -> list:
         return collect_rollouts(engine, policy.tokenizer, policy.chat, cfg.env.id, seeds, cfg.rollout, cfg.env.overrides)

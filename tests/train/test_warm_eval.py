@@ -55,3 +55,20 @@ def test_second_method_reuses_the_first_runs_warm_start_eval(tmp_path, warm_star
     assert len(calls) == 1  # only the step-1 evaluation ran; step 0 came from the warm start's file
     assert second.curve[0] == first.curve[0]
     assert second.warm_start_success == first.warm_start_success
+
+
+def test_the_evaluation_shows_its_turns_in_a_progress_bar(warm_start, capsys):
+    from agentbench_af.models.policy import Policy
+    from agentbench_af.rollout.engine import TransformersEngine
+
+    cfg = tiny_config(warm_start.parent / "unused", eval__episodes=6)
+    policy = Policy.load(warm_start)
+    engine = TransformersEngine(policy.lm, policy.pad_token_id, cfg.rollout.max_batch_size)
+    taken = []
+    _, trajs = distributed_eval.evaluate_policy(engine, policy.tokenizer, policy.chat, cfg.env.id, 6, 1.0,
+                                                cfg.rollout, cfg.env.overrides, progress=taken.append)
+    assert sum(taken) == sum(len(tr.turns) for tr in trajs) > 0  # every turn reported once
+    distributed_eval.evaluation_row(engine, policy.tokenizer, policy.chat, cfg, distributed_eval.Ranks(), 0, 1,
+                                    show_progress=True)
+    label = "greedy" if cfg.eval.temperature == 0 else f"T = {cfg.eval.temperature:g}"
+    assert f"eval {cfg.env.id} ({label}, 6 episodes)" in capsys.readouterr().err

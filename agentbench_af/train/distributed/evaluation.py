@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from tqdm.auto import tqdm
 
 from agentbench_af.evaluate.evaluate import EvalCounts, EvalResult, eval_seeds, evaluate_policy
 from agentbench_af.io import atomic_write_json
@@ -29,25 +30,30 @@ def seed_block(seeds: list[int], ranks: Ranks) -> list[int]:
 
 
 def evaluate_on_ranks(engine, tokenizer, chat, env_id: str, episodes: int, temperature: float, rollout,
-                      env_kwargs: dict | None, ranks: Ranks) -> EvalResult:
+                      env_kwargs: dict | None, ranks: Ranks, show_progress: bool = False) -> EvalResult:
     """`evaluate_policy` over all ranks (each plays its block of seeds; one process plays them all), its
-    counts summed over ranks; every rank gets the result."""
+    counts summed over ranks; every rank gets the result. `show_progress`: a bar of this rank's turns."""
     mine = seed_block(eval_seeds(env_id, episodes, env_kwargs), ranks)
-    trajs = evaluate_policy(engine, tokenizer, chat, env_id, episodes, temperature, rollout, env_kwargs,
-                            seeds=mine)[1] if mine else []
+    how = "greedy" if temperature == 0 else f"T = {temperature:g}"
+    with tqdm(desc=f"eval {env_id} ({how}, {len(mine)} episodes)", unit="turn", disable=not show_progress,
+              leave=False) as bar:
+        trajs = evaluate_policy(engine, tokenizer, chat, env_id, episodes, temperature, rollout, env_kwargs,
+                                seeds=mine, progress=bar.update)[1] if mine else []
     return sum(gather_objects(EvalCounts.of(trajs), ranks), EvalCounts()).result()
 
 
-def evaluation_row(engine, tokenizer, chat, cfg, ranks: Ranks, step: int, seed: int) -> dict:
+def evaluation_row(engine, tokenizer, chat, cfg, ranks: Ranks, step: int, seed: int,
+                   show_progress: bool = False) -> dict:
     """The curve row of step `step`: the evaluation at `eval.temperature` (seeded by `seed`), plus the
-    greedy one as `greedy_*` keys at step 0 and after the last update when `eval.also_greedy` is set."""
+    greedy one as `greedy_*` keys at step 0 and after the last update when `eval.also_greedy` is set.
+    `show_progress`: a progress bar of the turns played (a SmolLM2 evaluation takes an hour on a CPU)."""
     torch.manual_seed(seed)
     result = evaluate_on_ranks(engine, tokenizer, chat, cfg.env.id, cfg.eval.episodes, cfg.eval.temperature,
-                               cfg.rollout, cfg.env.overrides, ranks)
+                               cfg.rollout, cfg.env.overrides, ranks, show_progress)
     row = {"step": step, **result.to_dict()}
     if cfg.eval.also_greedy and step in (0, cfg.rl.steps):
         greedy = evaluate_on_ranks(engine, tokenizer, chat, cfg.env.id, cfg.eval.episodes, 0.0, cfg.rollout,
-                                   cfg.env.overrides, ranks)
+                                   cfg.env.overrides, ranks, show_progress)
         row.update({f"greedy_{k}": v for k, v in greedy.to_dict().items() if k != "episodes"})
     return row
 
