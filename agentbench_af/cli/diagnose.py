@@ -10,7 +10,7 @@ the parameters the run's RL trains: fresh LoRA adapters for a LoRA run, every pa
 (`--lora-rank` chooses; `diagnose.gradient_space`). The work is in
 `agentbench_af.diagnose` (sample.py, pipeline.py, inputs.py) and `train.bookkeeping.saved_run` (reading a run
 directory); this file parses and prints. A killed call resumes: the same call again reuses the sampled batch
-and every measured group's gradients kept in OUT/.diagnose-checkpoint (`diagnose.checkpoint`), removed at the end.
+and every measured group's gradients kept in OUT/.diagnose-checkpoint (`results.diagnose_checkpoint`), removed at the end.
 Left out: several runs at once (run the command per run; `agentbench-af table` compares records).
 """
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -91,8 +92,8 @@ class _Space:
 
 
 def _checkpoint(out: Path, key: dict, what: str):
-    """The output folder's checkpoint for `key` (`diagnose.checkpoint`), saying what it resumes from."""
-    from agentbench_af.diagnose.checkpoint import CHECKPOINT_DIR, DiagnoseCheckpoint
+    """The output folder's checkpoint for `key` (`results.diagnose_checkpoint`), saying what it resumes from."""
+    from agentbench_af.results.diagnose_checkpoint import CHECKPOINT_DIR, DiagnoseCheckpoint
 
     try:
         ck = DiagnoseCheckpoint.open(out / CHECKPOINT_DIR, key)
@@ -105,17 +106,24 @@ def _checkpoint(out: Path, key: dict, what: str):
     return ck
 
 
-def _group_bar(quiet: bool):
-    """A progress bar over the headline's measured groups, and the `on_group` callback that moves it."""
-    from tqdm.auto import tqdm
+class _GroupBar:
+    """A progress bar over the headline's measured groups, opened at the first group (`on_group` is the
+    headline's callback), so that an error before any gradient prints one line, not a bar."""
 
-    bar = tqdm(desc="headline gradients", unit="group", disable=quiet, leave=False)
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.bar: Any = None
 
-    def on_group(done: int, total: int) -> None:
-        bar.total = total
-        bar.update(done - bar.n)
+    def on_group(self, done: int, total: int) -> None:
+        if self.bar is None:
+            from tqdm.auto import tqdm
 
-    return bar, on_group
+            self.bar = tqdm(desc="headline gradients", unit="group", total=total, disable=self.quiet, leave=False)
+        self.bar.update(done - self.bar.n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 def _print_summary(stats, head: str, headline, gradients: str | None = None) -> None:
@@ -213,9 +221,9 @@ def diagnose_command(
 def _diagnose_saved(run_dir: Path, cfg, paths: list[Path], out: Path, ref: Path | None, device, space: _Space,
                     quiet: bool) -> None:
     from agentbench_af.diagnose import inputs
-    from agentbench_af.diagnose.checkpoint import weight_files
     from agentbench_af.diagnose.pipeline import diagnose_batches
     from agentbench_af.diagnose.sample import add_ref_logprobs
+    from agentbench_af.results.diagnose_checkpoint import weight_files
     from agentbench_af.results.rollout_store import load_rollouts
     from agentbench_af.train.bookkeeping.saved_run import run_policy_dir
 
@@ -235,17 +243,18 @@ def _diagnose_saved(run_dir: Path, cfg, paths: list[Path], out: Path, ref: Path 
     ck = _checkpoint(out, {"source": "saved rollouts", "run": str(run_dir.resolve()), "rollouts": [
         [p.name, p.stat().st_size, p.stat().st_mtime_ns] for p in paths], "policy": None if policy_dir is None else
         weight_files(policy_dir), "gradients": gradients, "seed": cfg.run.seed, "device": str(device)}, "the headline")
-    bar, on_group = _group_bar(quiet)
+    groups_bar = _GroupBar(quiet)
     try:
         result = diagnose_batches((load_rollouts(p) for p in paths), out,
                                   inputs.token_texts(tokenizer) if tokenizer is not None else inputs.id_texts,
                                   meta=meta, title=f"{cfg.env.id} {cfg.method} ({run_dir.name})", prepare=prepare,
                                   lm=lm, temperature=cfg.rollout.temperature,
                                   device=device, format_role=cfg.credit.format_role,
-                                  headline_settings=space.settings(cfg), grams=ck, on_group=on_group)
+                                  headline_settings=space.settings(cfg), grams=ck, on_group=groups_bar.on_group)
     except ValueError as exc:
         raise _fail(str(exc).splitlines()[0]) from exc
-    bar.close()
+    finally:
+        groups_bar.close()
     ck.finish()
     steps = [s for s, _ in result.history]
     _print_summary(result.stats, f"{cfg.env.id} {cfg.method}, saved rollouts of step {result.step} "
@@ -265,9 +274,9 @@ def _diagnose_sampled(model: Path, env_id: str, cfg, step: int | None, prompts: 
 
     import agentbench_af
     from agentbench_af.diagnose import inputs
-    from agentbench_af.diagnose.checkpoint import weight_files
     from agentbench_af.diagnose.pipeline import diagnose_batches
     from agentbench_af.diagnose.sample import SampleSpec, sample_batch
+    from agentbench_af.results.diagnose_checkpoint import weight_files
     from agentbench_af.rollout.types import RolloutConfig
 
     env_kwargs = dict(cfg.env.overrides) if cfg is not None else {}
@@ -302,12 +311,12 @@ def _diagnose_sampled(model: Path, env_id: str, cfg, step: int | None, prompts: 
             "ref": ref.name if ref else None, "source": "sampled", "headline_gradients": gradients,
             "rollout_settings": list(rollout_set)}
     label = f"{model.parent.name}/{model.name}" if cfg is not None else model.name
-    bar, on_group = _group_bar(quiet)
+    groups_bar = _GroupBar(quiet)
     result = diagnose_batches([(step, batch)], out, inputs.token_texts(policy.tokenizer), meta=meta,
                               title=f"{env_id} {label}", lm=lm, temperature=rollout.temperature,
                               device=device, format_role=spec.format_role, headline_settings=space.settings(cfg),
-                              grams=ck, on_group=on_group)
-    bar.close()
+                              grams=ck, on_group=groups_bar.on_group)
+    groups_bar.close()
     ck.finish()
     _print_summary(result.stats, f"{env_id} {label}, {prompts} groups x {rollout.group_size} rollouts "
                                  f"at temperature {rollout.temperature:g}", result.headline, gradients)

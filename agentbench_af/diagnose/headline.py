@@ -26,7 +26,7 @@ of the log-probability of rollout i's role-k tokens (`gradient_signal.py`):
   role's energies e = -old log-prob (rollouts without role tokens left out of the mean version), averaged
   over the groups where defined (>= 2 rollouts, neither side constant), over every used group.
 The claim that the signal concentrates on the actions holds only where the interval lies above the null.
-`grams` (e.g. `checkpoint.DiagnoseCheckpoint`) keeps each measured group's Gram matrices, so that a killed
+`grams` (e.g. `results.diagnose_checkpoint.DiagnoseCheckpoint`) keeps each measured group's Gram matrices, so that a killed
 diagnostic resumes; `on_group(done, total)` is called after each measured group (a progress bar).
 Undefined values are None with a `reason`. Left out: per-turn headlines and other energy sources (the
 gradient does not depend on an energy source).
@@ -56,7 +56,7 @@ from agentbench_af.rollout.batch import RolloutBatch
 
 
 class GramStore(Protocol):
-    """Where measured groups' Gram matrices are kept between calls (`checkpoint.DiagnoseCheckpoint`)."""
+    """Where measured groups' Gram matrices are kept between calls (`results.diagnose_checkpoint.DiagnoseCheckpoint`)."""
 
     def grams(self, group: int) -> dict[str, torch.Tensor] | None: ...
 

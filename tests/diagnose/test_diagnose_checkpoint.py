@@ -1,5 +1,5 @@
-"""A killed diagnostic resumes: the checkpoint folder keeps the sampled batch and each measured group's Gram
-matrices for one key, and a headline fed from it equals one measured in a single go."""
+"""A killed diagnostic resumes (`results.diagnose_checkpoint`): the checkpoint folder keeps the sampled batch
+and each measured group's Gram matrices for one key, and a headline fed from it equals one measured in a single go."""
 
 import json
 
@@ -8,8 +8,8 @@ from bigram import Bigram, planted_trajs
 from diag_factory import make_batch
 
 from agentbench_af.diagnose import headline as headline_module
-from agentbench_af.diagnose.checkpoint import DiagnoseCheckpoint, weight_files
 from agentbench_af.diagnose.headline import compute_headline
+from agentbench_af.results.diagnose_checkpoint import DiagnoseCheckpoint, weight_files
 
 
 def test_a_key_keeps_its_folder_and_another_key_clears_it(tmp_path):
