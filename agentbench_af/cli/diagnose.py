@@ -107,12 +107,18 @@ def _checkpoint(out: Path, key: dict, what: str):
 
 
 class _GroupBar:
-    """A progress bar over the headline's measured groups, opened at the first group (`on_group` is the
-    headline's callback), so that an error before any gradient prints one line, not a bar."""
+    """A progress bar over the headline's measured groups (a context manager; `on_group` is the headline's
+    callback), opened at the first group, so that an error before any gradient prints one line, not a bar."""
 
     def __init__(self, quiet: bool) -> None:
         self.quiet = quiet
         self.bar: Any = None
+
+    def __enter__(self) -> _GroupBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def on_group(self, done: int, total: int) -> None:
         if self.bar is None:
@@ -223,7 +229,7 @@ def _diagnose_saved(run_dir: Path, cfg, paths: list[Path], out: Path, ref: Path 
     from agentbench_af.diagnose import inputs
     from agentbench_af.diagnose.pipeline import diagnose_batches
     from agentbench_af.diagnose.sample import add_ref_logprobs
-    from agentbench_af.results.diagnose_checkpoint import weight_files
+    from agentbench_af.results.diagnose_checkpoint import file_stamps, weight_files
     from agentbench_af.results.rollout_store import load_rollouts
     from agentbench_af.train.bookkeeping.saved_run import run_policy_dir
 
@@ -240,21 +246,20 @@ def _diagnose_saved(run_dir: Path, cfg, paths: list[Path], out: Path, ref: Path 
     meta = {"run": run_dir.name, "env": cfg.env.id, "method": cfg.method, "ref": ref.name if ref else None,
             "source": "saved rollouts", "steps": len(paths),
             "headline_policy": policy_dir.name if policy_dir is not None else None, "headline_gradients": gradients}
-    ck = _checkpoint(out, {"source": "saved rollouts", "run": str(run_dir.resolve()), "rollouts": [
-        [p.name, p.stat().st_size, p.stat().st_mtime_ns] for p in paths], "policy": None if policy_dir is None else
-        weight_files(policy_dir), "gradients": gradients, "seed": cfg.run.seed, "device": str(device)}, "the headline")
-    groups_bar = _GroupBar(quiet)
+    ck = _checkpoint(out, {"source": "saved rollouts", "run": str(run_dir.resolve()),
+                           "rollouts": file_stamps(paths, run_dir),
+                           "policy": None if policy_dir is None else weight_files(policy_dir), "gradients": gradients,
+                           "seed": cfg.run.seed, "device": str(device)}, "the headline")
     try:
-        result = diagnose_batches((load_rollouts(p) for p in paths), out,
-                                  inputs.token_texts(tokenizer) if tokenizer is not None else inputs.id_texts,
-                                  meta=meta, title=f"{cfg.env.id} {cfg.method} ({run_dir.name})", prepare=prepare,
-                                  lm=lm, temperature=cfg.rollout.temperature,
-                                  device=device, format_role=cfg.credit.format_role,
-                                  headline_settings=space.settings(cfg), grams=ck, on_group=groups_bar.on_group)
+        with _GroupBar(quiet) as groups_bar:
+            result = diagnose_batches((load_rollouts(p) for p in paths), out,
+                                      inputs.token_texts(tokenizer) if tokenizer is not None else inputs.id_texts,
+                                      meta=meta, title=f"{cfg.env.id} {cfg.method} ({run_dir.name})", prepare=prepare,
+                                      lm=lm, temperature=cfg.rollout.temperature,
+                                      device=device, format_role=cfg.credit.format_role,
+                                      headline_settings=space.settings(cfg), grams=ck, on_group=groups_bar.on_group)
     except ValueError as exc:
         raise _fail(str(exc).splitlines()[0]) from exc
-    finally:
-        groups_bar.close()
     ck.finish()
     steps = [s for s, _ in result.history]
     _print_summary(result.stats, f"{cfg.env.id} {cfg.method}, saved rollouts of step {result.step} "
@@ -311,12 +316,11 @@ def _diagnose_sampled(model: Path, env_id: str, cfg, step: int | None, prompts: 
             "ref": ref.name if ref else None, "source": "sampled", "headline_gradients": gradients,
             "rollout_settings": list(rollout_set)}
     label = f"{model.parent.name}/{model.name}" if cfg is not None else model.name
-    groups_bar = _GroupBar(quiet)
-    result = diagnose_batches([(step, batch)], out, inputs.token_texts(policy.tokenizer), meta=meta,
-                              title=f"{env_id} {label}", lm=lm, temperature=rollout.temperature,
-                              device=device, format_role=spec.format_role, headline_settings=space.settings(cfg),
-                              grams=ck, on_group=groups_bar.on_group)
-    groups_bar.close()
+    with _GroupBar(quiet) as groups_bar:
+        result = diagnose_batches([(step, batch)], out, inputs.token_texts(policy.tokenizer), meta=meta,
+                                  title=f"{env_id} {label}", lm=lm, temperature=rollout.temperature,
+                                  device=device, format_role=spec.format_role, headline_settings=space.settings(cfg),
+                                  grams=ck, on_group=groups_bar.on_group)
     ck.finish()
     _print_summary(result.stats, f"{env_id} {label}, {prompts} groups x {rollout.group_size} rollouts "
                                  f"at temperature {rollout.temperature:g}", result.headline, gradients)

@@ -33,10 +33,15 @@ CHECKPOINT_DIR = ".diagnose-checkpoint"  # inside the output folder
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
 
 
+def file_stamps(paths: list[Path], root: Path) -> list[list[Any]]:
+    """[name relative to `root`, size, mtime_ns] of each file: what a key compares instead of the content."""
+    return [[str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns] for p in paths]
+
+
 def weight_files(model_dir: Path) -> list[list[Any]]:
-    """[name, size, mtime_ns] of each weight file in `model_dir` (and one level below, e.g. a LoRA adapter)."""
+    """`file_stamps` of each weight file in `model_dir` (and one level below, e.g. a LoRA adapter)."""
     files = sorted(p for p in [*model_dir.glob("*"), *model_dir.glob("*/*")] if p.is_file() and p.suffix in WEIGHT_SUFFIXES)
-    return [[str(p.relative_to(model_dir)), p.stat().st_size, p.stat().st_mtime_ns] for p in files]
+    return file_stamps(files, model_dir)
 
 
 def _normalised(key: dict[str, Any]) -> dict[str, Any]:
