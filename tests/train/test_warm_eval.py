@@ -72,3 +72,55 @@ def test_the_evaluation_shows_its_turns_in_a_progress_bar(warm_start, capsys):
                                     show_progress=True)
     label = "greedy" if cfg.eval.temperature == 0 else f"T = {cfg.eval.temperature:g}"
     assert f"eval {cfg.env.id} ({label}, 6 episodes)" in capsys.readouterr().err
+
+
+def test_a_finished_pass_is_kept_until_cleared(tmp_path):
+    from agentbench_af.evaluate.evaluate import EvalResult
+    from agentbench_af.train.warm.warm_eval import EvalPasses
+
+    said, calls = [], []
+    passes = EvalPasses(tmp_path, "k", announce=said.append)
+    result = EvalResult(success=0.5, mean_reward=0.5, valid_rate=1.0, effective_rate=0.75, mean_turns=2.0, episodes=4)
+    assert passes.get("T1", lambda: calls.append(1) or result) == result
+    assert passes.get("T1", lambda: calls.append(1) or result) == result  # read back, not played again
+    assert len(calls) == 1 and len(said) == 1 and "T1 pass" in said[0]
+    passes.path("greedy").write_text('{"success": 0.')  # torn by a kill: played again
+    assert passes.get("greedy", lambda: result) == result
+    passes.clear()
+    assert list((tmp_path / "evals" / "passes").iterdir()) == []
+
+
+def test_a_killed_warm_start_evaluation_resumes_at_its_unfinished_pass(tmp_path, warm_start, monkeypatch):
+    def fresh_warm(name):
+        warm = tmp_path / name
+        shutil.copytree(warm_start, warm)
+        shutil.rmtree(warm / "evals", ignore_errors=True)
+        return warm
+
+    def config(out, warm):
+        return tiny_config(tmp_path / out, rl__steps=0, eval__episodes=6, eval__temperature=1.0, eval__also_greedy=True,
+                           run__init_from=str(warm))
+
+    whole = loop.train(config("whole", fresh_warm("warm-a")), show_progress=False).curve[0]
+
+    warm = fresh_warm("warm-b")
+    real, played = distributed_eval.evaluate_policy, []
+
+    def killed_at_greedy(*a, **k):
+        played.append(a[5])  # the temperature
+        if a[5] == 0:
+            raise KeyboardInterrupt
+        return real(*a, **k)
+
+    monkeypatch.setattr(distributed_eval, "evaluate_policy", killed_at_greedy)
+    try:
+        loop.train(config("killed", warm), show_progress=False)
+    except KeyboardInterrupt:
+        pass
+    assert played == [1.0, 0] and len(list((warm / "evals" / "passes").glob("*.json"))) == 1
+
+    monkeypatch.setattr(distributed_eval, "evaluate_policy", lambda *a, **k: played.append(a[5]) or real(*a, **k))
+    resumed = loop.train(config("killed", warm), resume=True, show_progress=False).curve[0]
+    assert played == [1.0, 0, 0]  # only the greedy pass played again
+    assert resumed == whole
+    assert not list((warm / "evals" / "passes").glob("*.json"))  # the stored row replaces the kept passes

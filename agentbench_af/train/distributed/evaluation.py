@@ -42,18 +42,29 @@ def evaluate_on_ranks(engine, tokenizer, chat, env_id: str, episodes: int, tempe
     return sum(gather_objects(EvalCounts.of(trajs), ranks), EvalCounts()).result()
 
 
+PassStore = Callable[[str, Callable[[], EvalResult]], EvalResult]  # (pass name, compute) -> result
+
+
+def play_now(name: str, compute: Callable[[], EvalResult]) -> EvalResult:
+    return compute()
+
+
 def evaluation_row(engine, tokenizer, chat, cfg, ranks: Ranks, step: int, seed: int,
-                   show_progress: bool = False) -> dict:
+                   show_progress: bool = False, passes: PassStore = play_now) -> dict:
     """The curve row of step `step`: the evaluation at `eval.temperature` (seeded by `seed`), plus the
     greedy one as `greedy_*` keys at step 0 and after the last update when `eval.also_greedy` is set.
-    `show_progress`: a progress bar of the turns played (a SmolLM2 evaluation takes an hour on a CPU)."""
+    `show_progress`: a progress bar of the turns played (a SmolLM2 evaluation takes an hour on a CPU);
+    `passes(name, compute)`: where each pass comes from (default: played now; `warm_eval.EvalPasses.get`
+    keeps finished passes of a warm start's evaluation so that a killed run does not play them again)."""
     torch.manual_seed(seed)
-    result = evaluate_on_ranks(engine, tokenizer, chat, cfg.env.id, cfg.eval.episodes, cfg.eval.temperature,
-                               cfg.rollout, cfg.env.overrides, ranks, show_progress)
+    result = passes(f"T{cfg.eval.temperature:g}", lambda: evaluate_on_ranks(
+        engine, tokenizer, chat, cfg.env.id, cfg.eval.episodes, cfg.eval.temperature, cfg.rollout,
+        cfg.env.overrides, ranks, show_progress))
     row = {"step": step, **result.to_dict()}
     if cfg.eval.also_greedy and step in (0, cfg.rl.steps):
-        greedy = evaluate_on_ranks(engine, tokenizer, chat, cfg.env.id, cfg.eval.episodes, 0.0, cfg.rollout,
-                                   cfg.env.overrides, ranks, show_progress)
+        greedy = passes("greedy", lambda: evaluate_on_ranks(
+            engine, tokenizer, chat, cfg.env.id, cfg.eval.episodes, 0.0, cfg.rollout, cfg.env.overrides, ranks,
+            show_progress))
         row.update({f"greedy_{k}": v for k, v in greedy.to_dict().items() if k != "episodes"})
     return row
 

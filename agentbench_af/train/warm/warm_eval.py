@@ -6,7 +6,11 @@ for all of them. The first run to get there stores it beside the warm start, in
 `<warm_dir>/evals/<key>.json`; the others read it. The key is a digest of everything that decides the
 result: environment id and overrides, evaluation episodes and temperature, the rollout settings, run
 seed, device and dtype. Two workers computing it at once both write the same file atomically.
-Left out: sharing later evaluations (they depend on the method).
+A SmolLM2 evaluation plays for an hour per pass on a CPU, so each finished pass (the one at
+`eval.temperature`, then the greedy one) is also kept, in `<warm_dir>/evals/passes/<key>-<pass>.json`,
+until the whole result is stored: a killed run resumes at the pass it was playing (`EvalPasses`).
+Left out: sharing later evaluations (they depend on the method); keeping part of a pass (its episodes
+are played together, turn by turn, so a pass has no finished part before its end).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
+from agentbench_af.evaluate.evaluate import EvalResult
 from agentbench_af.io import atomic_write_json
 from agentbench_af.train.config import TrainConfig
 
@@ -45,3 +50,32 @@ def shared_warm_eval(warm_dir: Path, key: str, compute: Callable[[], dict]) -> d
         result = compute()
     atomic_write_json(path, result)
     return result
+
+
+class EvalPasses:
+    """The finished passes of one warm start's step-0 evaluation (`key`), each kept in its own file.
+
+    `get(name, compute)` returns the kept result of pass `name`, or computes, keeps and returns it;
+    `clear()` removes this key's files once the whole result is stored. The greedy pass draws no random
+    numbers, so reading a kept T = 1 pass and playing only the greedy one gives what one call gives.
+    """
+
+    def __init__(self, warm_dir: Path, key: str, announce: Callable[[str], object] = print) -> None:
+        self.folder, self.key, self.announce = Path(warm_dir) / "evals" / "passes", key, announce
+
+    def path(self, name: str) -> Path:
+        return self.folder / f"{self.key}-{name}.json"
+
+    def get(self, name: str, compute: Callable[[], EvalResult]) -> EvalResult:
+        try:
+            kept = EvalResult(**json.loads(self.path(name).read_text()))
+        except (OSError, json.JSONDecodeError, TypeError):  # not kept yet, torn or of another shape
+            result = compute()
+            atomic_write_json(self.path(name), result.to_dict())
+            return result
+        self.announce(f"warm-start evaluation: the {name} pass was finished by an earlier call; read from {self.path(name)}")
+        return kept
+
+    def clear(self) -> None:
+        for path in self.folder.glob(f"{self.key}-*.json"):
+            path.unlink(missing_ok=True)
