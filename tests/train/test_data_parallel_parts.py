@@ -15,12 +15,12 @@ from agentbench_af.credit.reduce import LOCAL, whiten
 from agentbench_af.evaluate.evaluate import EvalCounts
 from agentbench_af.models.policy import Policy
 from agentbench_af.rollout.collect import collect_rollouts
+from agentbench_af.rollout.concat import concat_batches
 from agentbench_af.rollout.engine import TransformersEngine
 from agentbench_af.rollout.to_batch import trajectories_to_batch
 from agentbench_af.rollout.types import RolloutConfig
 from agentbench_af.train.distributed.data_parallel import DataParallel, TrainModules
 from agentbench_af.train.distributed.evaluation import seed_block
-from agentbench_af.train.distributed.gather_batch import concat_batches
 from agentbench_af.train.distributed.ranks import (
     SINGLE,
     Ranks,
