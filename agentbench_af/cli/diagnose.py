@@ -99,9 +99,12 @@ def _checkpoint(out: Path, key: dict, what: str):
         ck = DiagnoseCheckpoint.open(out / CHECKPOINT_DIR, key)
     except OSError as exc:
         raise _fail(str(exc).splitlines()[0]) from exc
-    if ck.resumed_batch or ck.resumed_groups:
-        parts = (["the sampled batch"] if ck.resumed_batch else []) + \
-            ([f"{ck.resumed_groups} measured group{'s' if ck.resumed_groups != 1 else ''}"] if ck.resumed_groups else [])
+    def count(n: int, what: str) -> list[str]:
+        return [f"{n} {what}{'s' if n != 1 else ''}"] if n else []
+
+    if ck.resumed_batch or ck.resumed_groups or ck.resumed_chunks:
+        parts = (["the sampled batch"] if ck.resumed_batch else count(ck.resumed_chunks, "sampled chunk")) + \
+            count(ck.resumed_groups, "measured group")
         typer.echo(f"resuming {what}: {' and '.join(parts)} from {ck.folder}", err=True)
     return ck
 
@@ -177,6 +180,9 @@ def diagnose_command(
                                   "adapters of this rank (0: every parameter; default: the run's model.lora_rank)."),
     rollout_set: list[str] = typer.Option([], "--rollout", help="KEY=VALUE: a rollout setting for sampling "
                                           "(repeatable; e.g. max_batch_size=16, context_mode=window)."),
+    sample_chunk: int = typer.Option(0, "--sample-chunk", help="Sample N groups at a time and keep each finished "
+                                     "chunk, so that a killed call resumes at its chunk (0: all at once; more "
+                                     "than one chunk draws other random numbers than one)."),
 ) -> None:
     """Action Bottleneck diagnostic: bottleneck.json/.md, plots and tokens.html; prints the ratio per energy."""
     if (run_dir is None) == (model is None):
@@ -191,6 +197,8 @@ def diagnose_command(
         raise _fail(f"--max-groups must be >= 1, got {max_groups}")
     if lora_rank is not None and lora_rank < 0:
         raise _fail(f"--lora-rank must be >= 0, got {lora_rank}")
+    if sample_chunk < 0:
+        raise _fail(f"--sample-chunk must be >= 0 (0: all groups at once), got {sample_chunk}")
     space = _Space(max_groups, lora_rank)
     if run_dir is not None:
         try:
@@ -199,8 +207,8 @@ def diagnose_command(
             raise _fail(str(exc)) from exc
         saved = [] if fresh else saved_run.saved_rollout_paths(run_dir)
         if saved:
-            if prompts != 32 or group is not None or temperature is not None or seed != 0 or rollout_set:
-                typer.echo("note: --prompts/--group/--temperature/--seed/--rollout apply to sampling; reading the run's saved "
+            if prompts != 32 or group is not None or temperature is not None or seed != 0 or rollout_set or sample_chunk:
+                typer.echo("note: --prompts/--group/--temperature/--seed/--rollout/--sample-chunk apply to sampling; reading the run's saved "
                            "rollouts (add --fresh to sample from its final_policy)", err=True)
             _diagnose_saved(run_dir, cfg, saved, out or run_dir / "diagnose", ref, torch_device, space, quiet)
             return
@@ -221,7 +229,7 @@ def diagnose_command(
         if cfg is not None and env is not None and env != cfg.env.id:
             cfg, step = None, None  # another env than the run's: none of its settings apply
     _diagnose_sampled(model, env or cfg.env.id, cfg, step, prompts, group, temperature, ref, out, seed,
-                      torch_device, quiet, space, rollout_set)
+                      torch_device, quiet, space, rollout_set, sample_chunk)
 
 
 def _diagnose_saved(run_dir: Path, cfg, paths: list[Path], out: Path, ref: Path | None, device, space: _Space,
@@ -274,7 +282,7 @@ def _diagnose_saved(run_dir: Path, cfg, paths: list[Path], out: Path, ref: Path 
 
 def _diagnose_sampled(model: Path, env_id: str, cfg, step: int | None, prompts: int, group: int | None,
                       temperature: float | None, ref: Path | None, out: Path | None, seed: int, device,
-                      quiet: bool, space: _Space, rollout_set: list[str]) -> None:
+                      quiet: bool, space: _Space, rollout_set: list[str], sample_chunk: int = 0) -> None:
     from tqdm.auto import tqdm
 
     import agentbench_af
@@ -295,7 +303,7 @@ def _diagnose_sampled(model: Path, env_id: str, cfg, step: int | None, prompts: 
         rollout = dataclasses.replace(rollout, group_size=group or rollout.group_size,
                                       temperature=rollout.temperature if temperature is None else temperature)
         spec = SampleSpec(env_id, prompts, rollout, cfg.credit.format_role if cfg is not None else "reasoning",
-                          env_kwargs, seed)
+                          env_kwargs, seed, sample_chunk if sample_chunk < prompts else 0)
     except ValueError as exc:
         raise _fail(str(exc)) from exc
     policy = _load_model(model, device, "--model")
@@ -304,17 +312,19 @@ def _diagnose_sampled(model: Path, env_id: str, cfg, step: int | None, prompts: 
     lm, gradients = space.model(policy.lm, cfg, cfg.run.seed if cfg is not None else seed, rollout.group_size)
     out = out or Path(f"diagnose-{env_id}")
     ck = _checkpoint(out, {"source": "sampled", "model": str(model.resolve()), "weights": weight_files(model),
-                           "spec": dataclasses.asdict(spec), "gradients": gradients, "device": str(device),
+                           "spec": {k: v for k, v in dataclasses.asdict(spec).items()  # keys of unchunked calls unchanged
+                                    if k != "chunk_groups" or v},
+                           "gradients": gradients, "device": str(device),
                            "ref": None if ref is None else [str(ref.resolve()), weight_files(ref)]}, "the diagnostic")
     batch = ck.batch()
     if batch is None:
         bar = tqdm(desc=f"sampling {env_id} ({prompts} x {rollout.group_size})", unit="turn", disable=quiet, leave=False)
-        batch = ck.save_batch(sample_batch(policy, spec, device, ref_lm, progress=bar.update))
+        batch = ck.save_batch(sample_batch(policy, spec, device, ref_lm, progress=bar.update, chunks=ck.chunks()))
         bar.close()
     meta = {"model": model.name if cfg is not None else str(model), "env": env_id, "prompts": prompts,
             "group": rollout.group_size, "temperature": rollout.temperature, "seed": seed,
             "ref": ref.name if ref else None, "source": "sampled", "headline_gradients": gradients,
-            "rollout_settings": list(rollout_set)}
+            "rollout_settings": list(rollout_set), **({"sample_chunk": spec.chunk_groups} if spec.chunk_groups else {})}
     label = f"{model.parent.name}/{model.name}" if cfg is not None else model.name
     with _GroupBar(quiet) as groups_bar:
         result = diagnose_batches([(step, batch)], out, inputs.token_texts(policy.tokenizer), meta=meta,

@@ -6,7 +6,8 @@
     ck.finish()                                                   # the report is written: the folder goes
 
 The folder holds key.json, batch.pt (the scored batch, in `results.rollout_store`'s format, only where the
-batch was sampled) and one grams-<group>.pt per measured group (its two (G, G) Gram matrices: a few hundred
+batch was sampled), while it is being sampled in chunks (`diagnose --sample-chunk`) one chunk-<i>.pt per
+finished chunk (`ChunkFiles`, removed once batch.pt is written), and one grams-<group>.pt per measured group (its two (G, G) Gram matrices: a few hundred
 bytes for a group that took minutes). A folder whose key differs from the call's (another model, seed,
 rollout setting, gradient space ...) is cleared first. The key leaves out the headline's max_groups,
 shuffles, resamples and confidence: they do not change a group's gradients, so a rerun with a larger
@@ -53,6 +54,7 @@ class DiagnoseCheckpoint:
     folder: Path
     resumed_groups: int  # groups whose Gram matrices were on disk when the folder was opened
     resumed_batch: bool  # a sampled batch was on disk
+    resumed_chunks: int = 0  # finished chunks of a batch sampled in chunks, when the whole batch was not
 
     @classmethod
     def open(cls, folder: Path, key: dict[str, Any]) -> DiagnoseCheckpoint:
@@ -66,7 +68,8 @@ class DiagnoseCheckpoint:
         if not same:
             shutil.rmtree(folder, ignore_errors=True)
             atomic_write_json(key_file, key)
-        return cls(folder, len(list(folder.glob("grams-*.pt"))), (folder / "batch.pt").is_file())
+        return cls(folder, len(list(folder.glob("grams-*.pt"))), (folder / "batch.pt").is_file(),
+                   len(list(folder.glob("chunk-*.pt"))))
 
     def batch(self) -> RolloutBatch | None:
         """The saved sampled batch, or None (none saved, or unreadable: it is sampled again)."""
@@ -80,7 +83,13 @@ class DiagnoseCheckpoint:
 
     def save_batch(self, batch: RolloutBatch) -> RolloutBatch:
         save_rollouts(batch, self.folder / "batch.pt", 0)
+        for chunk in self.folder.glob("chunk-*.pt"):  # the whole batch replaces its chunks
+            chunk.unlink(missing_ok=True)
         return batch
+
+    def chunks(self) -> ChunkFiles:
+        """The finished chunks of a batch sampled in chunks (`diagnose.sample.SampledChunks`)."""
+        return ChunkFiles(self.folder)
 
     def grams(self, group: int) -> dict[str, torch.Tensor] | None:
         """Group `group`'s role -> (G, G) Gram matrix, or None (not measured yet, or unreadable)."""
@@ -99,3 +108,23 @@ class DiagnoseCheckpoint:
     def finish(self) -> None:
         """Remove the folder (the report it served is written)."""
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class ChunkFiles:
+    """Finished chunks of a sampled batch, chunk-<index>.pt in the checkpoint folder (atomic files)."""
+
+    folder: Path
+
+    def get(self, index: int) -> RolloutBatch | None:
+        """Chunk `index`, or None (not finished yet, or unreadable: it is sampled again)."""
+        path = self.folder / f"chunk-{index}.pt"
+        if not path.is_file():
+            return None
+        try:
+            return load_rollouts(path)[1]
+        except (OSError, UnsafeFileError, TypeError):
+            return None
+
+    def put(self, index: int, batch: RolloutBatch) -> None:
+        save_rollouts(batch, self.folder / f"chunk-{index}.pt", 0)

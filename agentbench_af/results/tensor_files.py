@@ -44,6 +44,6 @@ def load_tensor_file(path: str | Path) -> Any:
             raise UnsafeFileError(f"cannot read {path}: not a tensor file written by agentbench-af") from exc
         raise UnsafeFileError(f"refusing to load {path}: it holds objects other than tensors and plain data "
                               f"({found.group(1)}), which could run code; only files written by agentbench-af load") from exc
-    except (RuntimeError, EOFError, ValueError) as exc:
+    except (RuntimeError, EOFError, ValueError, IndexError) as exc:  # IndexError: some truncated pickles
         raise UnsafeFileError(f"cannot read {path}: not a tensor file written by agentbench-af "
                               f"({str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__})") from exc

@@ -197,3 +197,36 @@ def test_a_killed_diagnostic_resumes(cli_warm_start, tmp_path, monkeypatch):
     assert not (tmp_path / "twice" / ".diagnose-checkpoint").exists()  # removed with the report written
     other = _ok([*args, "--seed", "3", "--out", str(tmp_path / "twice")])  # another key: nothing resumed
     assert "resuming" not in other
+
+
+def test_a_diagnostic_killed_while_sampling_resumes_at_its_chunk(cli_warm_start, tmp_path, monkeypatch):
+    from agentbench_af.diagnose import sample
+
+    args = ["--model", str(cli_warm_start), "--env", ENV, "--prompts", "6", "--group", "4", "--seed", "2",
+            "--lora-rank", "2", "--sample-chunk", "2"]
+    _ok([*args, "--out", str(tmp_path / "once")])
+    real, played = sample.collect_rollouts, []
+
+    def dies_in_the_third_chunk(*a, **k):
+        played.append(list(a[4]))  # the chunk's environment seeds
+        if len(played) == 3:
+            raise KeyboardInterrupt  # the process is killed while sampling
+        return real(*a, **k)
+
+    monkeypatch.setattr(sample, "collect_rollouts", dies_in_the_third_chunk)
+    killed = runner.invoke(app, ["diagnose", *args, "--out", str(tmp_path / "twice"), "--quiet"])
+    assert killed.exit_code != 0 and sorted(p.name for p in (tmp_path / "twice" / ".diagnose-checkpoint").glob("chunk-*")) \
+        == ["chunk-0.pt", "chunk-1.pt"]
+    output = _ok([*args, "--out", str(tmp_path / "twice")])
+    assert "resuming the diagnostic: 2 sampled chunks from" in output
+    assert len(played) == 4 and played[3] == played[2] and all(len(seeds) == 2 for seeds in played)  # only chunk 2 again
+    once, twice = (json.loads((tmp_path / d / "bottleneck.json").read_text()) for d in ("once", "twice"))
+    assert once == twice and once["meta"]["sample_chunk"] == 2
+
+
+def test_one_chunk_is_the_unchunked_batch(cli_warm_start, tmp_path):
+    args = ["--model", str(cli_warm_start), "--env", ENV, "--prompts", "4", "--group", "4", "--seed", "2", "--lora-rank", "2"]
+    _ok([*args, "--out", str(tmp_path / "a")])
+    _ok([*args, "--sample-chunk", "4", "--out", str(tmp_path / "b")])  # as many groups as --prompts: one chunk
+    a, b = (json.loads((tmp_path / d / "bottleneck.json").read_text()) for d in ("a", "b"))
+    assert a == b and "sample_chunk" not in b["meta"]

@@ -33,6 +33,21 @@ def test_a_key_keeps_its_folder_and_another_key_clears_it(tmp_path):
     assert not folder.exists()
 
 
+def test_finished_chunks_are_kept_until_the_whole_batch_is(tmp_path):
+    folder = tmp_path / "ck"
+    ck = DiagnoseCheckpoint.open(folder, {"model": "a"})
+    chunks = ck.chunks()
+    part = make_batch(planted_trajs(0, "action", n_groups=2, group_size=3))
+    assert chunks.get(0) is None
+    chunks.put(0, part)
+    (folder / "chunk-1.pt").write_bytes(b"torn")  # killed while writing: sampled again
+    again = DiagnoseCheckpoint.open(folder, {"model": "a"})
+    assert (again.resumed_batch, again.resumed_chunks) == (False, 2)
+    assert torch.equal(again.chunks().get(0).input_ids, part.input_ids) and again.chunks().get(1) is None
+    again.save_batch(part)
+    assert sorted(p.name for p in folder.iterdir()) == ["batch.pt", "key.json"]  # the batch replaces its chunks
+
+
 def test_weight_files_name_size_and_time(tmp_path):
     (tmp_path / "model.safetensors").write_bytes(b"12345")
     (tmp_path / "adapter").mkdir()
