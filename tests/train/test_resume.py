@@ -111,3 +111,31 @@ def test_sigkilled_cli_run_resumes_to_the_same_result(tmp_path, warm_start, unin
     done = subprocess.run([*cmd, "--resume"], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     _assert_same(outcome_a, _outcome(tmp_path / "run"))
+
+
+def test_a_step_that_ends_long_after_the_last_save_checkpoints(tmp_path, warm_start, monkeypatch):
+    from agentbench_af.train.bookkeeping import run_folder
+
+    def config(out):  # step counts alone would save only after the last step
+        return tiny_config(out, method="grpo", rl__steps=3, run__checkpoint_every=10, eval__every=3,
+                           run__init_from=str(warm_start), run__name="run")
+
+    loop.train(config(tmp_path / "a"), show_progress=False)
+    monkeypatch.setattr(run_folder, "RL_CHECKPOINT_SECONDS", 0.0)  # every step ends "10 minutes" after the last save
+    real, calls = loop.collect_rollouts, []
+
+    def dies_on_step_3(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise Killed
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(loop, "collect_rollouts", dies_on_step_3)
+    with pytest.raises(Killed):
+        loop.train(config(tmp_path / "b"), show_progress=False)
+    assert latest_checkpoint(tmp_path / "b" / "run").name == "ckpt-000002.pt"
+    resumed = []
+    monkeypatch.setattr(loop, "collect_rollouts", lambda *a, **k: resumed.append(1) or real(*a, **k))
+    loop.train(config(tmp_path / "b"), resume=True, show_progress=False)
+    assert len(resumed) == 2  # step 3 and the final diagnostic batch: steps 1-2 came from the timed checkpoint
+    _assert_same(_outcome(tmp_path / "a" / "run"), _outcome(tmp_path / "b" / "run"))

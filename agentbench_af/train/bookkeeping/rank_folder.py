@@ -67,7 +67,7 @@ def run_folder(cfg: TrainConfig, ranks: Ranks, resume: bool = False, overwrite: 
             raise RunFolderError(error)
         yield FollowerFolder(cfg, resume)
         return
-    folder = RunFolder(cfg, resume=resume, overwrite=overwrite)
+    folder = RunFolder(cfg, resume=resume, overwrite=overwrite, timed_checkpoints=False)
     try:
         folder.__enter__()
     except Exception as exc:

@@ -7,7 +7,11 @@ folder started with another config (a different `config_hash` or seed in its `co
 run without `resume`, and a checkpoint without `resume`; `overwrite` empties the folder instead. Then
 it writes `config.yaml` and opens the trackers of `run.report_to` (results/trackers.py), which get every
 metrics row too. Inside, it writes metrics rows, checkpoints, rollout samples, the final policy
-and the record, all atomically (`io`), and restores a checkpoint into a `Learner`.
+and the record, all atomically (`io`), and restores a checkpoint into a `Learner`. A checkpoint is
+saved every `run.checkpoint_every` steps, after the last one, and (with `timed_checkpoints`, a run of one
+process) after any step that ends `RL_CHECKPOINT_SECONDS` after the last save: a SmolLM2 step takes 15-40
+minutes on a shared CPU, so 5 steps could outlast the session that runs them. A checkpoint changes no
+number of the run (each step reseeds from the run seed and the step).
 Left out: locking on Windows (no `fcntl`: the folder is not locked there) and on network filesystems
 whose `flock` is local to one machine.
 """
@@ -145,11 +149,19 @@ def restore_latest(run_dir: Path, learner: Learner) -> tuple[int, Progress] | No
     return state.step, Progress.from_dict(state.extra)
 
 
-class RunFolder:
-    """A locked run folder; see the module docstring. Use as `with RunFolder(cfg, resume) as run: ...`."""
+#: wall-clock seconds after which the next finished step saves a checkpoint anyway (one process only)
+RL_CHECKPOINT_SECONDS = 600.0
 
-    def __init__(self, cfg: TrainConfig, resume: bool = False, overwrite: bool = False) -> None:
+
+class RunFolder:
+    """A locked run folder; see the module docstring. Use as `with RunFolder(cfg, resume) as run: ...`.
+    `timed_checkpoints=False` under data parallelism: every rank must take part in each save, and only
+    the step counts are the same on every rank."""
+
+    def __init__(self, cfg: TrainConfig, resume: bool = False, overwrite: bool = False,
+                 timed_checkpoints: bool = True) -> None:
         self.cfg, self.resume, self.overwrite = cfg, resume, overwrite
+        self.timed_checkpoints, self.last_save = timed_checkpoints, time.monotonic()
         self.dir = Path(cfg.run.out_dir) / cfg.run_name
         self.metrics = self.dir / "metrics.jsonl"
         self.lock = RunLock(self.dir)
@@ -208,10 +220,12 @@ class RunFolder:
             save_rollouts(sample, self.dir / "rollouts" / f"step-{done:06d}.pt", done)
 
     def checkpoint(self, done: int, learner: Learner, progress: Progress) -> None:
-        if done % self.cfg.run.checkpoint_every == 0 or done == self.cfg.rl.steps:
+        overdue = self.timed_checkpoints and time.monotonic() - self.last_save >= RL_CHECKPOINT_SECONDS
+        if done % self.cfg.run.checkpoint_every == 0 or done == self.cfg.rl.steps or overdue:
             state = TrainState(done, learner.model_state(), learner.optimizer_state(),
                                learner.scheduler.state_dict(), progress.to_dict())
             save_checkpoint(self.dir, state)
+            self.last_save = time.monotonic()
 
     def finish(self, policy: Policy, record: RunRecord) -> RunRecord:
         with atomic_dir(self.dir / "final_policy") as tmp:
