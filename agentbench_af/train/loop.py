@@ -59,7 +59,7 @@ from agentbench_af.train.distributed.evaluation import (
 from agentbench_af.train.distributed.gather_batch import gather_batch
 from agentbench_af.train.update.learner import Learner, build_learner
 from agentbench_af.train.update.step import StepContext, samples_on_policy, score, update
-from agentbench_af.train.warm.warm_eval import EvalPasses, shared_warm_eval, warm_eval_key
+from agentbench_af.train.warm.warm_eval import warm_eval_key, warm_start_eval
 from agentbench_af.train.warm.warm_start import prepare_warm_start, warm_start_for
 
 __all__ = ["train", "step_seed", "prepare_warm_start", "resolve_device", "protocol"]
@@ -122,13 +122,6 @@ def _train(cfg: TrainConfig, run: RunFolder | FollowerFolder, ranks: dp.Ranks, d
         return evaluation_row(engine, policy.tokenizer, policy.chat, cfg, ranks, step,
                               dp.rank_seed(step_seed(cfg.run.seed, step, 3), ranks), show_progress, passes)
 
-    def evaluate_warm_start(key: str) -> dict:
-        """The step-0 row, stored with the warm start; each finished pass is kept until the row is."""
-        passes = EvalPasses(warm.path, key, announce=tqdm.write)
-        row = shared_warm_eval(warm.path, key, lambda: evaluate(0, passes.get))
-        passes.clear()
-        return row
-
     def play(seeds: list[int]) -> list:
         return collect_rollouts(engine, policy.tokenizer, policy.chat, cfg.env.id, seeds, cfg.rollout, cfg.env.overrides)
 
@@ -152,7 +145,7 @@ def _train(cfg: TrainConfig, run: RunFolder | FollowerFolder, ranks: dp.Ranks, d
         key = warm_eval_key(cfg, str(autocast))
         restored = 0, run.begin(
             lambda: shared_eval_on_ranks(warm.path, key, lambda: evaluate(0), ranks) if ranks.active
-            else evaluate_warm_start(key))
+            else warm_start_eval(warm.path, key, lambda passes: evaluate(0, passes), tqdm.write))
     start, progress = restored
     bar = tqdm(range(start, cfg.rl.steps), desc=f"{cfg.method} {cfg.env.id}", disable=not show_progress,
                initial=start, total=cfg.rl.steps)

@@ -79,3 +79,13 @@ class EvalPasses:
     def clear(self) -> None:
         for path in self.folder.glob(f"{self.key}-*.json"):
             path.unlink(missing_ok=True)
+
+
+def warm_start_eval(warm_dir: Path, key: str, evaluate: Callable[[Callable], dict],
+                    announce: Callable[[str], object] = print) -> dict:
+    """`shared_warm_eval` of `evaluate(passes)` (an evaluation row whose passes come from `passes(name,
+    compute)`), each finished pass kept in an `EvalPasses` until the row is stored."""
+    passes = EvalPasses(warm_dir, key, announce)
+    row = shared_warm_eval(warm_dir, key, lambda: evaluate(passes.get))
+    passes.clear()
+    return row
