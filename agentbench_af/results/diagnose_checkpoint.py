@@ -45,6 +45,16 @@ def weight_files(model_dir: Path) -> list[list[Any]]:
     return file_stamps(files, model_dir)
 
 
+def _kept_batch(path: Path) -> RolloutBatch | None:
+    """The rollouts saved at `path`, or None (no file, or unreadable: a torn or foreign file)."""
+    if not path.is_file():
+        return None
+    try:
+        return load_rollouts(path)[1]
+    except (OSError, UnsafeFileError, TypeError):
+        return None
+
+
 def _normalised(key: dict[str, Any]) -> dict[str, Any]:
     return json.loads(json.dumps(key, sort_keys=True, default=str))
 
@@ -73,13 +83,7 @@ class DiagnoseCheckpoint:
 
     def batch(self) -> RolloutBatch | None:
         """The saved sampled batch, or None (none saved, or unreadable: it is sampled again)."""
-        path = self.folder / "batch.pt"
-        if not path.is_file():
-            return None
-        try:
-            return load_rollouts(path)[1]
-        except (OSError, UnsafeFileError, TypeError):
-            return None
+        return _kept_batch(self.folder / "batch.pt")
 
     def save_batch(self, batch: RolloutBatch) -> RolloutBatch:
         save_rollouts(batch, self.folder / "batch.pt", 0)
@@ -118,13 +122,7 @@ class ChunkFiles:
 
     def get(self, index: int) -> RolloutBatch | None:
         """Chunk `index`, or None (not finished yet, or unreadable: it is sampled again)."""
-        path = self.folder / f"chunk-{index}.pt"
-        if not path.is_file():
-            return None
-        try:
-            return load_rollouts(path)[1]
-        except (OSError, UnsafeFileError, TypeError):
-            return None
+        return _kept_batch(self.folder / f"chunk-{index}.pt")
 
     def put(self, index: int, batch: RolloutBatch) -> None:
         save_rollouts(batch, self.folder / f"chunk-{index}.pt", 0)
