@@ -32,6 +32,20 @@ class Killed(RuntimeError):
     pass
 
 
+def _killed_at_step(step: int, monkeypatch):
+    """Make the loop's collector raise `Killed` when it is called for the `step`-th time."""
+    real, calls = loop.collect_rollouts, []
+
+    def collect(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == step:
+            raise Killed
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(loop, "collect_rollouts", collect)
+    return real
+
+
 def _config(out_dir, warm_start, case, **extra):
     return tiny_config(out_dir, **CASES[case], rl__steps=4, run__checkpoint_every=2, eval__every=2,
                        run__init_from=str(warm_start), run__name="run", **extra)
@@ -66,15 +80,7 @@ def uninterrupted(request, tmp_path_factory, warm_start):
 def test_killed_and_resumed_run_matches(tmp_path, warm_start, uninterrupted, monkeypatch):
     case, outcome_a = uninterrupted
     cfg = _config(tmp_path, warm_start, case)
-    real, calls = loop.collect_rollouts, []
-
-    def dies_on_step_4(*args, **kwargs):
-        calls.append(1)
-        if len(calls) == 4:
-            raise Killed
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(loop, "collect_rollouts", dies_on_step_4)
+    real = _killed_at_step(4, monkeypatch)
     with pytest.raises(Killed):
         loop.train(cfg, show_progress=False)
     run_dir = tmp_path / "run"
@@ -122,15 +128,7 @@ def test_a_step_that_ends_long_after_the_last_save_checkpoints(tmp_path, warm_st
 
     loop.train(config(tmp_path / "a"), show_progress=False)
     monkeypatch.setattr(run_folder, "RL_CHECKPOINT_SECONDS", 0.0)  # every step ends "10 minutes" after the last save
-    real, calls = loop.collect_rollouts, []
-
-    def dies_on_step_3(*args, **kwargs):
-        calls.append(1)
-        if len(calls) == 3:
-            raise Killed
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(loop, "collect_rollouts", dies_on_step_3)
+    real = _killed_at_step(3, monkeypatch)
     with pytest.raises(Killed):
         loop.train(config(tmp_path / "b"), show_progress=False)
     assert latest_checkpoint(tmp_path / "b" / "run").name == "ckpt-000002.pt"
