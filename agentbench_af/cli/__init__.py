@@ -4,7 +4,7 @@ from importlib import import_module
 
 from agentbench_af.cli.app import app
 
-_COMMAND_MODULES = ("envs", "train", "config", "diagnose", "results", "factorial", "study", "sweep", "reproduce",
+_COMMAND_MODULES = ("envs", "train", "config", "diagnose", "diagnose_table", "results", "factorial", "study", "sweep", "reproduce",
                     "verify", "methods")
 
 for _name in _COMMAND_MODULES:
