@@ -3,27 +3,20 @@ its episode layout by hand, and its agreement with our collector, on a tiny poli
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
+import bench_scripts  # noqa: F401  (first: it puts benchmarks/ on sys.path)
 import numpy as np
 import pytest
+import trl_multiturn
+from bench_scripts import ENV, tiny_policy
 
 import agentbench_af
 from agentbench_af.formats.prompts import turn_message
-from agentbench_af.models.policy import build_policy
 from agentbench_af.rollout.seeds import draw_train_seeds
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import trl_multiturn  # noqa: E402
-
-ENV = "FrozenLake-4x4-v0"
 
 
 @pytest.fixture(scope="module")
 def policy():
-    return build_policy("tiny-0.2m", [ENV], vocab_size=512, tokenizer_episodes=10, seed=0)
+    return tiny_policy()
 
 
 def _first_prompt(policy, env, seed: int) -> list[int]:

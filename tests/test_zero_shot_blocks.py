@@ -4,27 +4,21 @@ counts are the sum of its blocks' (a tiny policy stands in for SmolLM2)."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
+import bench_scripts  # noqa: F401  (first: it puts benchmarks/ on sys.path)
 import pytest
+import smollm2_zero_shot
 import torch
+from bench_scripts import ENV, tiny_policy
 
 from agentbench_af.evaluate.evaluate import EvalCounts, eval_seeds, evaluate_policy
-from agentbench_af.models.policy import build_policy
 from agentbench_af.rollout.engine import TransformersEngine
 from agentbench_af.rollout.types import RolloutConfig
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import smollm2_zero_shot  # noqa: E402
-
-ENV = "FrozenLake-4x4-v0"
 
 
 @pytest.fixture(scope="module")
 def policy():
-    return build_policy("tiny-0.2m", [ENV], vocab_size=512, tokenizer_episodes=10, seed=0)
+    return tiny_policy()
 
 
 def test_a_kept_block_is_read_back_and_the_first_block_is_an_unblocked_call(policy, tmp_path, monkeypatch):
