@@ -137,6 +137,19 @@ def atomic_write_json(path: str | Path, data: Any) -> Path:
     return atomic_write_text(path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
 
 
+def kept_json(path: str | Path, compute: Callable[[], Any], parse: Callable[[Any], Any] = lambda data: data,
+              ) -> tuple[Any, bool]:
+    """(`parse` of the JSON kept at `path`, True), or, where there is none or it cannot be read or parsed (a torn
+    write, another shape), `compute()` written there atomically and (its `parse`, False): finished work that a
+    killed caller does not redo."""
+    try:
+        return parse(json.loads(Path(path).read_text(encoding="utf-8"))), True
+    except (OSError, ValueError, KeyError, TypeError):
+        data = compute()
+    atomic_write_json(path, data)
+    return parse(data), False
+
+
 def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
     """Rows of a JSON-lines file; a torn last line (a killed writer) is ignored."""
     path = Path(path)

@@ -22,7 +22,6 @@ import json
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
 PAPER_ENVS = ["FrozenLake-4x4-slippery-v0", "Sokoban-6x6-1box-v0", "Sudoku-4x4-10clues-v0", "WebShop-mini-v0"]
@@ -83,24 +82,21 @@ def play_block(engine, policy, env_id: str, temperature: float, rollout, seeds: 
     from dataclasses import asdict
 
     from agentbench_af.evaluate.evaluate import EvalCounts, evaluate_policy
-    from agentbench_af.io import atomic_write_json
+    from agentbench_af.io import kept_json
+    from agentbench_af.rollout.seeds import part_seed
 
-    try:
-        kept = json.loads(path.read_text())
-        return {**kept, "counts": EvalCounts(**kept["counts"])}
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
-    torch.manual_seed(0 if index == 0 else int(np.random.SeedSequence([0, index]).generate_state(1)[0]))
-    start = time.perf_counter()
-    with torch.inference_mode():
-        _, trajs = evaluate_policy(engine, policy.tokenizer, policy.chat, env_id, len(seeds), temperature, rollout,
-                                   seeds=seeds)
-    first = trajs[0].turns[0] if trajs and trajs[0].turns else None
-    block = {"counts": asdict(EvalCounts.of(trajs)), "seconds": time.perf_counter() - start,
-             "example": first.response_text[:400] if first else None,
-             "example_invalid_reason": first.invalid_reason if first else None}
-    atomic_write_json(path, block)
-    return {**block, "counts": EvalCounts.of(trajs)}
+    def play() -> dict:
+        torch.manual_seed(part_seed(0, index))
+        start = time.perf_counter()
+        with torch.inference_mode():
+            _, trajs = evaluate_policy(engine, policy.tokenizer, policy.chat, env_id, len(seeds), temperature,
+                                       rollout, seeds=seeds)
+        first = trajs[0].turns[0] if trajs and trajs[0].turns else None
+        return {"counts": asdict(EvalCounts.of(trajs)), "seconds": time.perf_counter() - start,
+                "example": first.response_text[:400] if first else None,
+                "example_invalid_reason": first.invalid_reason if first else None}
+
+    return kept_json(path, play, lambda block: {**block, "counts": EvalCounts(**block["counts"])})[0]
 
 
 if __name__ == "__main__":

@@ -124,6 +124,13 @@ class HeadlineStats:
         return None if self.ci_low is None or self.null is None else self.ci_low > self.null
 
 
+def interval_position(null: float | None, lo: float | None, hi: float | None) -> str | None:
+    """Where an interval [lo, hi] lies against the null: "above", "below", "contains"; None without both."""
+    if lo is None or hi is None or null is None:
+        return None
+    return "above" if lo > null else "below" if hi < null else "contains"
+
+
 def headline_verdict(ratio: float | None, null: float | None, lo: float | None, hi: float | None,
                      confidence: float = 0.95, reason: str | None = None) -> str:
     """One line: where the headline's interval lies against its null."""
@@ -131,14 +138,14 @@ def headline_verdict(ratio: float | None, null: float | None, lo: float | None, 
         return f"headline undefined ({reason})."
     where = f"action/reasoning signal ratio {ratio:.2f} (null {null:.2f})" if null is not None else \
         f"action/reasoning signal ratio {ratio:.2f}"
-    if lo is None or hi is None or null is None:
+    position = interval_position(null, lo, hi)
+    if position is None:
         return f"{where}; no interval (fewer than 2 groups): no claim either way."
     ci = f"{100 * confidence:.0f}% interval [{lo:.2f}, {hi:.2f}]"
-    if lo > null:
-        return f"{where}, {ci} above the null: the reward-linked signal concentrates on the actions."
-    if hi < null:
-        return f"{where}, {ci} below the null: the reward-linked signal concentrates on the reasoning."
-    return f"{where}, {ci} contains the null: no evidence that the signal concentrates on the actions."
+    return f"{where}, {ci} " + {
+        "above": "above the null: the reward-linked signal concentrates on the actions.",
+        "below": "below the null: the reward-linked signal concentrates on the reasoning.",
+        "contains": "contains the null: no evidence that the signal concentrates on the actions."}[position]
 
 
 def _pearson(x: np.ndarray, y: np.ndarray) -> float | None:

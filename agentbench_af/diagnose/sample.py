@@ -11,7 +11,7 @@ forward, as sampling decodes them: one forward over hundreds of long SmolLM2 row
 step at this policy would see. torch is seeded with `seed`: a call repeats on one machine.
 
 `chunk_groups` > 0 plays the groups in chunks of that many, one after another, the first chunk seeded with
-`seed` and chunk i with `chunk_seed(seed, i)`, and hands each finished chunk to `chunks` (a
+`seed` and chunk i with `rollout.seeds.part_seed(seed, i)`, and hands each finished chunk to `chunks` (a
 `SampledChunks`: `results.diagnose_checkpoint` keeps them on disk), so a killed call resumes at the chunk it
 was playing: 384 SmolLM2 FrozenLake rollouts take hours on 2 cores. With one chunk (0, the default, or
 `chunk_groups` >= `prompts`) the batch is the unchunked one; with more, each chunk draws its own random
@@ -37,7 +37,7 @@ from agentbench_af.rollout.batch import RolloutBatch
 from agentbench_af.rollout.collect import collect_rollouts
 from agentbench_af.rollout.concat import concat_batches
 from agentbench_af.rollout.engine import TransformersEngine
-from agentbench_af.rollout.seeds import draw_train_seeds
+from agentbench_af.rollout.seeds import draw_train_seeds, part_seed
 from agentbench_af.rollout.to_batch import trajectories_to_batch
 from agentbench_af.rollout.types import RolloutConfig
 
@@ -71,11 +71,6 @@ class SampledChunks(Protocol):
     def put(self, index: int, batch: RolloutBatch) -> None: ...
 
 
-def chunk_seed(seed: int, index: int) -> int:
-    """torch's seed for chunk `index` of a diagnostic sampled with `seed`: `seed` itself for the first."""
-    return seed if index == 0 else int(np.random.SeedSequence([seed, index]).generate_state(1)[0])
-
-
 def sample_batch(policy: Policy, spec: SampleSpec, device: torch.device | str = "cpu",
                  ref_lm: nn.Module | None = None, progress: Callable[[int], object] | None = None,
                  chunks: SampledChunks | None = None) -> RolloutBatch:
@@ -90,7 +85,7 @@ def sample_batch(policy: Policy, spec: SampleSpec, device: torch.device | str = 
     for index, start in enumerate(range(0, spec.prompts, size)):
         part = chunks.get(index) if chunks is not None else None
         if part is None:
-            torch.manual_seed(chunk_seed(spec.seed, index))
+            torch.manual_seed(part_seed(spec.seed, index))
             trajs = collect_rollouts(engine, policy.tokenizer, policy.chat, spec.env_id, seeds[start:start + size],
                                      spec.rollout, spec.env_kwargs, progress)
             batch = credit_view(trajectories_to_batch(trajs, spec.rollout.context_mode, policy.pad_token_id),

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from agentbench_af.diagnose.headline import interval_position
 from agentbench_af.diagnose.report import JSON_NAME, load_headline, load_report
 from agentbench_af.io import atomic_write_text
 
@@ -48,9 +49,8 @@ class DiagnosticRow:
 def _where(ratio, lo, hi, null, reason) -> str:
     if ratio is None:
         return f"undefined: {reason}" if reason else "undefined"
-    if lo is None or hi is None or null is None:
-        return "no interval (fewer than 2 groups)"
-    return "above the null" if lo > null else "below the null" if hi < null else "contains the null"
+    position = interval_position(null, lo, hi)
+    return f"{position} the null" if position else "no interval (fewer than 2 groups)"
 
 
 def diagnostic_row(folder: Path, label: str | None = None) -> DiagnosticRow:

@@ -32,3 +32,9 @@ def refill_seeds(env: TextEnv, taken: list[int], limit: int, rng: np.random.Gene
     free = np.setdiff1d(np.arange(lo, hi), np.asarray(taken, dtype=np.int64))
     order = free[rng.permutation(free.size)[:limit]]
     return [int(s) for s in order[rank::world_size]]
+
+
+def part_seed(seed: int, index: int) -> int:
+    """torch's seed for part `index` of a job seeded with `seed` and played in kept parts (a diagnostic's chunks,
+    a zero-shot cell's blocks): `seed` itself for the first, so that one part is the unsplit job."""
+    return seed if index == 0 else int(np.random.SeedSequence([seed, index]).generate_state(1)[0])

@@ -22,7 +22,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from agentbench_af.evaluate.evaluate import EvalResult
-from agentbench_af.io import atomic_write_json
+from agentbench_af.io import kept_json
 from agentbench_af.train.config import TrainConfig
 
 
@@ -42,14 +42,8 @@ def warm_eval_key(cfg: TrainConfig, dtype: str) -> str:
 
 
 def shared_warm_eval(warm_dir: Path, key: str, compute: Callable[[], dict]) -> dict:
-    """The stored step-0 evaluation for `key`, or `compute()` stored atomically and returned."""
-    path = Path(warm_dir) / "evals" / f"{key}.json"
-    try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):  # not stored yet, or unreadable: compute it and (over)write it
-        result = compute()
-    atomic_write_json(path, result)
-    return result
+    """The stored step-0 evaluation for `key`, or (not stored yet, or unreadable) `compute()` stored atomically."""
+    return kept_json(Path(warm_dir) / "evals" / f"{key}.json", compute)[0]
 
 
 class EvalPasses:
@@ -67,14 +61,10 @@ class EvalPasses:
         return self.folder / f"{self.key}-{name}.json"
 
     def get(self, name: str, compute: Callable[[], EvalResult]) -> EvalResult:
-        try:
-            kept = EvalResult(**json.loads(self.path(name).read_text()))
-        except (OSError, json.JSONDecodeError, TypeError):  # not kept yet, torn or of another shape
-            result = compute()
-            atomic_write_json(self.path(name), result.to_dict())
-            return result
-        self.announce(f"warm-start evaluation: the {name} pass was finished by an earlier call; read from {self.path(name)}")
-        return kept
+        result, kept = kept_json(self.path(name), lambda: compute().to_dict(), lambda data: EvalResult(**data))
+        if kept:
+            self.announce(f"warm-start evaluation: the {name} pass was finished by an earlier call; read from {self.path(name)}")
+        return result
 
     def clear(self) -> None:
         for path in self.folder.glob(f"{self.key}-*.json"):
