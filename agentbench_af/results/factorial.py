@@ -116,6 +116,15 @@ def warm_identity(row: Any) -> tuple[Any, ...]:
     return tuple(_plain(row[k]) for k in ("warm_key", "warm_start_success", "warm_start_greedy"))
 
 
+def _one_run_per_unit(cell: pd.DataFrame, env: str, method: str, level: Any) -> pd.DataFrame:
+    """A cell's runs indexed by pairing unit; two records of one run (the same seed and warm start) are an error."""
+    doubled = sorted(set(cell.loc[cell["unit"].duplicated(), "seed"]))
+    if doubled:
+        raise ValueError(f"{env}: {method} @ {_fmt_level(level)} has more than one record for seed(s) {doubled} "
+                         f"from one warm start: {sorted(cell.loc[cell['seed'].isin(doubled), 'path'])}")
+    return cell.set_index("unit")
+
+
 def _levels(frame: pd.DataFrame, spec: FactorialSpec) -> tuple[Any, Any]:
     levels = spec.levels or tuple(sorted(frame["level"].unique()))
     if len(levels) != 2:
@@ -130,27 +139,37 @@ def _fmt_level(value: Any) -> str:
 def contrasts(frame: pd.DataFrame, spec: FactorialSpec) -> pd.DataFrame:
     """Every contrast per (env, model, metric), one row each; `primary` rows carry `holm_p`.
 
-    Seeds are paired only where all four cells exist and agree on the warm start (its settings key and its
-    step-0 success, sampled and greedy: a rebuilt warm start must evaluate exactly as the original); other
-    seeds are listed in `unpaired`."""
+    A seed is paired where all four cells exist from one warm start (its settings key and its step-0 success,
+    sampled and greedy: a rebuilt warm start must evaluate exactly as the original). A seed whose original
+    cells came from one warm start and whose rerun cells from a rebuilt one that evaluates differently is
+    paired on whichever of the two has all four cells; other seeds are listed in `unpaired`."""
     lo, hi = _levels(frame, spec)
     b, t = spec.base, spec.treated
     rows: list[dict[str, Any]] = []
     skipped: list[str] = []
     for (env, model), part in frame.groupby(["env", "model"], sort=True):
-        cells = {(m, lv): part[(part["method"] == m) & (part["level"] == lv)].set_index("seed")
+        # the pairing unit: a seed and the warm start its run branched from
+        part = part.assign(unit=[f"{row['seed']}|{warm_identity(row)}" for _, row in part.iterrows()])
+        seed_of = dict(zip(part["unit"], part["seed"], strict=True))
+        cells = {(m, lv): _one_run_per_unit(part[(part["method"] == m) & (part["level"] == lv)], env, m, lv)
                  for m in (b, t) for lv in (lo, hi)}
-        seeds = sorted(set.intersection(*(set(c.index) for c in cells.values())))
-        # one warm start per seed: the same settings key and the same step-0 evaluation in all four cells
-        keys = {s: {warm_identity(c.loc[s]) for c in cells.values()} for s in seeds}
-        paired = [s for s in seeds if len(keys[s]) == 1]
+        units = sorted(set.intersection(*(set(c.index) for c in cells.values())), key=lambda u: (seed_of[u], u))
+        by_seed: dict[Any, list[str]] = {}
+        for u in units:
+            by_seed.setdefault(seed_of[u], []).append(u)
+        twice = [s for s, us in by_seed.items() if len(us) > 1]
+        if twice:
+            raise ValueError(f"{env} {model}: seed(s) {twice} have all four cells from two different warm starts; "
+                             "keep one set of records per seed")
+        paired_units = [us[0] for us in by_seed.values()]
+        paired = [seed_of[u] for u in paired_units]
         unpaired = sorted(set(part["seed"]) - set(paired))
         if not paired:
             skipped.append(f"{env} {model}: seeds {','.join(str(s) for s in unpaired)}")
             continue
         for metric in METRICS:
-            x = {k: c.loc[paired, metric].astype(float) for k, c in cells.items()}
-            warm = cells[(b, lo)].loc[paired, WARM[metric]].astype(float)
+            x = {k: c.loc[paired_units, metric].astype(float) for k, c in cells.items()}
+            warm = cells[(b, lo)].loc[paired_units, WARM[metric]].astype(float)
             L, H = _fmt_level(lo), _fmt_level(hi)
             named = [
                 (f"{t} vs {b} @ {L}", "treatment", L, x[(t, lo)] - x[(b, lo)]),

@@ -109,3 +109,40 @@ def test_verdicts_need_holm_and_a_base_that_learned(tmp_path):
     assert lo["holm_p"] < 0.05 and hi["holm_p"] < 0.05
     assert lo["verdict"] == "better"
     assert hi["verdict"] == "held / lost less"
+
+
+def test_a_seed_rerun_from_a_rebuilt_warm_start_pairs_on_the_warm_start_with_all_four_cells(records):
+    # a rebuilt warm start of seed 2 (key k2, 0.16 at T = 1) with two of its cells: the original four are complete
+    for (method, lr), value in {("grpo", 0.0001): 0.30, ("grpo+actfocus", 0.0004): 0.60}.items():
+        _write(records / "rebuilt", method, lr, 2, value, warm=0.16, key="k2")
+    row = _row(contrasts(factorial_records([records], SPEC), SPEC), "grpo+actfocus vs grpo @ 0.0001")
+    assert row["n"] == 3 and row["mean"] == pytest.approx(0.2 / 3)  # paired on the original set, as before
+    # now the original seed-2 runs at 4e-4 and of grpo+actfocus at 1e-4 are gone (cf. a warm start that no
+    # longer rebuilds); the rebuilt warm start gets its own two: all four of seed 2 now come from k2
+    for method, lr in (("grpo", 0.0004), ("grpo+actfocus", 0.0001)):
+        for f in (records / f"{method}-{lr}-s2").iterdir():
+            f.unlink()
+        (records / f"{method}-{lr}-s2").rmdir()
+    for (method, lr), value in {("grpo", 0.0004): 0.20, ("grpo+actfocus", 0.0001): 0.50}.items():
+        _write(records / "rebuilt", method, lr, 2, value, warm=0.16, key="k2")
+    table = contrasts(factorial_records([records], SPEC), SPEC)
+    lo = _row(table, "grpo+actfocus vs grpo @ 0.0001")
+    # diffs: seed 1 0.20 - 0.10, seed 2 (rebuilt) 0.50 - 0.30, seed 3 0.40 - 0.30 -> 0.10, 0.20, 0.10
+    assert lo["n"] == 3 and lo["seeds"] == "1,2,3" and lo["mean"] == pytest.approx(0.4 / 3)
+    warm = _row(table, "grpo @ 0.0001 vs warm start")
+    # T = 1 warm starts 0.15, 0.16, 0.15 against 0.10, 0.30, 0.30
+    assert warm["mean"] == pytest.approx((-0.05 + 0.14 + 0.15) / 3)
+
+
+def test_two_complete_sets_or_a_doubled_record_for_one_seed_is_a_clear_error(records):
+    for (method, lr), values in CELLS.items():
+        _write(records / "rebuilt", method, lr, 2, values[1], warm=0.16, key="k2")
+    with pytest.raises(ValueError, match=r"seed\(s\) \[2\] have all four cells from two different warm starts"):
+        contrasts(factorial_records([records], SPEC), SPEC)
+    other = records.parent / "doubled"
+    for (method, lr), values in CELLS.items():
+        for seed, v in zip((1, 2, 3), values, strict=True):
+            _write(other, method, lr, seed, v)
+    _write(other / "copy", "grpo", 0.0001, 3, 0.30)  # the same run's record twice
+    with pytest.raises(ValueError, match=r"grpo @ 0.0001 has more than one record for seed\(s\) \[3\]"):
+        contrasts(factorial_records([other], SPEC), SPEC)

@@ -87,7 +87,7 @@ def test_the_sudoku_companion_keeps_cpu_confirms_protocol():
 def test_the_learnable_study_matches_rates_within_a_base_and_uses_fresh_seeds():
     study = expand(load_sweep_spec(preset_path("cpu-learnable")))
     earlier = {r.run.seed for name in ("cpu-quick", "cpu-full", "cpu-confirm", "cpu-confirm-lr", "cpu-confirm-sudoku",
-                                       "cpu-confirm-2x2") for r in expand(load_sweep_spec(preset_path(name)))}
+                                       "cpu-confirm-2x2", "cpu-confirm-2x2-rebuilt") for r in expand(load_sweep_spec(preset_path(name)))}
     seeds = {r.run.seed for r in study}
     assert len(seeds) >= 6 and not seeds & earlier and not any(900 <= s < 1000 for s in seeds)  # 900+: tuning
     for base in ("ppo", "grpo"):
