@@ -23,6 +23,9 @@ def study_command(
     pair: list[str] = typer.Option([], "--pair", help="TREATED:BASE, repeatable (default: every "
                                    "<base>+<weighting> whose base ran too)."),
     out: Path = typer.Option(None, "--out", help="Output folder (default: the first DIR)."),
+    rerun_bases: list[Path] = typer.Option([], "--rerun-bases", help="Folder of base runs rerun from a rebuilt "
+                                           "warm start (repeatable): paired with the runs of that warm start, "
+                                           "left out of the learning table."),
 ) -> None:
     """Change from the warm start per method (with the learnable-benchmark bar for base methods) and each
     weighting's paired gain over its base: SE, t, sign and Wilcoxon p, Holm across the T = 1 contrasts."""
@@ -31,7 +34,7 @@ def study_command(
 
     spec = StudySpec(pairs=tuple(_pair(p) for p in pair))
     try:
-        frame = study_records(dirs)
+        frame = study_records(dirs, contrast_only=rerun_bases)
         if frame.empty:
             raise ValueError("no completed run record")
         learned = learning(frame)

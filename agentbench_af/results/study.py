@@ -16,6 +16,12 @@ Methods are named by their label (`credit.method_label`: `grpo+actfocus`, `grpo@
 
 Seeds are paired only where both runs exist and branched from one warm start (the same settings key and the
 same step-0 evaluation, sampled and greedy); other seeds are listed as unpaired.
+
+**Bases rerun from a rebuilt warm start** (`contrast_only` paths). A warm start rebuilt on another CPU can
+evaluate differently from the original (float kernels differ), so runs branched from it cannot be paired with
+the original's base run. A base method rerun from the rebuilt warm start supplies that seed's pair: records
+under `contrast_only` enter the contrasts (each treated run is paired with the base run of its own warm
+start) and stay out of the learning table, which keeps one run per seed from the study's own paths.
 """
 
 from __future__ import annotations
@@ -51,16 +57,24 @@ class StudySpec:
     alpha: float = 0.05
 
 
-def study_records(paths: Iterable[str | Path]) -> pd.DataFrame:
-    """The completed records under `paths` with the columns the analysis reads (one row per run)."""
-    frame = records_frame(paths)
+def study_records(paths: Iterable[str | Path], contrast_only: Iterable[str | Path] = ()) -> pd.DataFrame:
+    """The completed records under `paths` and `contrast_only` with the columns the analysis reads (one row per
+    run); `in_learning` is False for those under `contrast_only` (bases rerun from a rebuilt warm start), and
+    `unit` names the seed and the warm start a run branched from (its pairing unit)."""
+    frame = records_frame(paths).assign(in_learning=True)
+    contrast_only = list(contrast_only)
+    if contrast_only:
+        frame = pd.concat([frame, records_frame(contrast_only).assign(in_learning=False)], ignore_index=True)
     frame = frame[frame["status"] == "completed"].copy()
     frame["seed"] = frame["seed"].astype(int)
-    duplicated = frame.duplicated(["env", "model", "method", "seed"], keep=False)
-    if duplicated.any():
-        twice = frame[duplicated].sort_values(["env", "model", "method", "seed"])
-        raise ValueError("two records for one (env, model, method, seed): "
-                         + ", ".join(twice["path"].head(4)) + (" ..." if len(twice) > 4 else ""))
+    frame["unit"] = [f"{row['seed']}|{warm_identity(row)}" for _, row in frame.iterrows()]
+    for part, key, what in ((frame[frame["in_learning"]], "seed", "seed"), (frame, "unit", "seed and warm start")):
+        keys = ["env", "model", "method", key]
+        duplicated = part.duplicated(keys, keep=False)
+        if duplicated.any():
+            twice = part[duplicated].sort_values(keys)
+            raise ValueError(f"two records for one (env, model, method, {what}): "
+                             + ", ".join(twice["path"].head(4)) + (" ..." if len(twice) > 4 else ""))
     return frame
 
 
@@ -84,7 +98,8 @@ def seeds_needed(n: int) -> int:
 def learning(frame: pd.DataFrame) -> pd.DataFrame:
     """One row per (env, model, method): change from the warm start at T = 1 and greedy, and the bar."""
     rows = []
-    for (env, model, method), part in frame.groupby(["env", "model", "method"], sort=True):
+    own = frame[frame["in_learning"]] if "in_learning" in frame else frame
+    for (env, model, method), part in own.groupby(["env", "model", "method"], sort=True):
         row: dict[str, Any] = {"env": env, "model": model, "method": method, "n": len(part)}
         for metric, name in (("final_success", "t1"), ("final_greedy", "greedy")):
             stats = paired_stats(part[metric].astype(float) - part[WARM[metric]].astype(float))
@@ -108,15 +123,22 @@ def contrasts(frame: pd.DataFrame, spec: StudySpec, learned: pd.DataFrame) -> pd
     rows: list[dict[str, Any]] = []
     for (env, model), part in frame.groupby(["env", "model"], sort=True):
         for treated, base in pairs:
-            t = part[part["method"] == treated].set_index("seed")
-            b = part[part["method"] == base].set_index("seed")
+            t = part[part["method"] == treated].set_index("unit")
+            b = part[part["method"] == base].set_index("unit")
             if t.empty or b.empty:
                 continue
-            common = sorted(set(t.index) & set(b.index))
-            paired = [s for s in common if warm_identity(t.loc[s]) == warm_identity(b.loc[s])]
-            unpaired = sorted((set(t.index) | set(b.index)) - set(paired))
+            units = sorted(set(t.index) & set(b.index), key=lambda u: (int(t.loc[u, "seed"]), u))
+            seeds_of = [int(t.loc[u, "seed"]) for u in units]
+            if len(set(seeds_of)) < len(seeds_of):
+                twice = sorted({s for s in seeds_of if seeds_of.count(s) > 1})
+                raise ValueError(f"{env} {model}: {treated} and {base} pair on two warm starts of seed(s) {twice}; "
+                                 "keep one pair of runs per seed")
+            paired = seeds_of
+            unpaired = sorted((set(t["seed"]) | set(b["seed"])) - set(paired))
             for metric, label in METRICS.items():
-                diffs = t.loc[paired, metric].astype(float) - b.loc[paired, metric].astype(float)
+                diffs = (t.loc[units, metric].astype(float).to_numpy()
+                         - b.loc[units, metric].astype(float).to_numpy())
+                diffs = pd.Series(diffs, index=paired)
                 rows.append({"env": env, "model": model, "treated": treated, "base": base, "metric": label,
                              "primary": metric == "final_success", **paired_stats(diffs),
                              "base_learns": learns.get((env, model, base), False),

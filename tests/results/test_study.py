@@ -102,6 +102,36 @@ def test_a_seed_from_another_warm_start_is_not_paired(records):
     assert row["n"] == 5 and row["unpaired"] == "3"
 
 
+def test_a_base_rerun_from_a_rebuilt_warm_start_pairs_that_seed_and_stays_out_of_learning(records, tmp_path_factory):
+    _write(records, "grpo+actfocus", 3, 0.40, key="rebuilt")  # seed 3's treated run branched from a rebuilt warm start
+    reruns = tmp_path_factory.mktemp("reruns")
+    _write(reruns, "grpo", 3, 0.30, key="rebuilt")  # GRPO rerun from that warm start
+    frame = study_records([records], contrast_only=[reruns])
+    learned = learning(frame)
+    grpo = _learning_row(learned, "grpo")
+    assert grpo["n"] == 6 and grpo["t1_change"] == pytest.approx(0.10)  # the study's own six runs, as before
+    row = contrasts(frame, StudySpec(pairs=(("grpo+actfocus", "grpo"),)), learned).iloc[0]
+    # diffs 0.03 0.05 (0.40 - 0.30 =) 0.10 0.03 0.05 0.04: mean 0.30 / 6 = 0.05, on all six seeds
+    assert row["n"] == 6 and row["mean"] == pytest.approx(0.05) and row["unpaired"] == ""
+    runner = CliRunner()
+    done = runner.invoke(app, ["study", str(records), "--rerun-bases", str(reruns), "--pair", "grpo+actfocus:grpo"])
+    assert done.exit_code == 0, done.output
+    assert "+5.0 ± 1.1 (6+/0- of 6)" in (records / "study.md").read_text()  # SE: sd 0.02608 / sqrt 6 = 0.01065
+
+
+def test_two_records_of_one_run_or_two_pairs_of_one_seed_are_errors(records, tmp_path_factory):
+    again = tmp_path_factory.mktemp("again")
+    _write(again, "grpo", 3, 0.30)  # the same seed and warm start as the study's own GRPO run
+    with pytest.raises(ValueError, match="seed and warm start"):
+        study_records([records], contrast_only=[again])
+    both = tmp_path_factory.mktemp("both")
+    _write(both, "grpo", 3, 0.30, key="rebuilt")
+    _write(both, "grpo+actfocus", 3, 0.40, key="rebuilt")  # seed 3 now pairs on the original and the rebuilt
+    frame = study_records([records], contrast_only=[both])
+    with pytest.raises(ValueError, match="two warm starts of seed"):
+        contrasts(frame, StudySpec(pairs=(("grpo+actfocus", "grpo"),)), learning(frame))
+
+
 def test_cli_writes_the_tables_and_rejects_a_bad_pair(records):
     runner = CliRunner()
     done = runner.invoke(app, ["study", str(records), "--pair", "grpo+actfocus:grpo"])

@@ -9,6 +9,7 @@ import yaml
 from typer.testing import CliRunner
 
 from agentbench_af.cli import app
+from agentbench_af.config import config_hash
 from agentbench_af.results.record import RunRecord
 from agentbench_af.sweep import expand
 from agentbench_af.sweep.reproduce import (
@@ -118,6 +119,17 @@ def test_the_zoo_branches_from_the_learnable_studys_warm_starts_at_grpos_setting
                    if getattr(r.loss, k) != getattr(base.loss, k)}
         assert differs == own.get(r.method_label, set()), r.method_label
     assert len({r.method_label for r in zoo}) == 18 and {r.run.seed for r in zoo} <= {r.run.seed for r in study}
+
+
+def test_the_zoos_rebuilt_frozenlake_bases_are_the_learnable_studys_grpo_runs_unchanged():
+    rebuilt = expand(load_sweep_spec(preset_path("cpu-zoo-fl-rebuilt")))
+    study = {(r.env.id, r.run.seed): r for r in expand(load_sweep_spec(preset_path("cpu-learnable"))) if r.method == "grpo"}
+    assert sorted((r.env.id, r.method, r.run.seed) for r in rebuilt) == [
+        ("FrozenLake-4x4-v0", "grpo", 300), ("FrozenLake-4x4-v0", "grpo", 301)]
+    for r in rebuilt:
+        original = study[(r.env.id, r.run.seed)]
+        assert config_hash(r) == config_hash(original)  # the same run, settings and seed
+        assert Path(r.run.init_from).name == Path(original.run.init_from).name  # the same warm-start key
 
 
 def chosen_rates_of_the_committed_sweep() -> dict[str, float]:
