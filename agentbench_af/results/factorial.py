@@ -116,6 +116,11 @@ def warm_identity(row: Any) -> tuple[Any, ...]:
     return tuple(_plain(row[k]) for k in ("warm_key", "warm_start_success", "warm_start_greedy"))
 
 
+def pairing_unit(row: Any) -> str:
+    """A run's pairing unit: its seed and the warm start it branched from (`warm_identity`)."""
+    return f"{row['seed']}|{warm_identity(row)}"
+
+
 def _one_run_per_unit(cell: pd.DataFrame, env: str, method: str, level: Any) -> pd.DataFrame:
     """A cell's runs indexed by pairing unit; two records of one run (the same seed and warm start) are an error."""
     doubled = sorted(set(cell.loc[cell["unit"].duplicated(), "seed"]))
@@ -149,7 +154,7 @@ def contrasts(frame: pd.DataFrame, spec: FactorialSpec) -> pd.DataFrame:
     skipped: list[str] = []
     for (env, model), part in frame.groupby(["env", "model"], sort=True):
         # the pairing unit: a seed and the warm start its run branched from
-        part = part.assign(unit=[f"{row['seed']}|{warm_identity(row)}" for _, row in part.iterrows()])
+        part = part.assign(unit=[pairing_unit(row) for _, row in part.iterrows()])
         seed_of = dict(zip(part["unit"], part["seed"], strict=True))
         cells = {(m, lv): _one_run_per_unit(part[(part["method"] == m) & (part["level"] == lv)], env, m, lv)
                  for m in (b, t) for lv in (lo, hi)}

@@ -42,8 +42,8 @@ from agentbench_af.results.factorial import (
     holm,
     p_text,
     paired_stats,
+    pairing_unit,
     primary_verdict,
-    warm_identity,
 )
 
 LEARN_SE = 4.0
@@ -67,7 +67,7 @@ def study_records(paths: Iterable[str | Path], contrast_only: Iterable[str | Pat
         frame = pd.concat([frame, records_frame(contrast_only).assign(in_learning=False)], ignore_index=True)
     frame = frame[frame["status"] == "completed"].copy()
     frame["seed"] = frame["seed"].astype(int)
-    frame["unit"] = [f"{row['seed']}|{warm_identity(row)}" for _, row in frame.iterrows()]
+    frame["unit"] = [pairing_unit(row) for _, row in frame.iterrows()]
     for part, key, what in ((frame[frame["in_learning"]], "seed", "seed"), (frame, "unit", "seed and warm start")):
         keys = ["env", "model", "method", key]
         duplicated = part.duplicated(keys, keep=False)
@@ -136,9 +136,7 @@ def contrasts(frame: pd.DataFrame, spec: StudySpec, learned: pd.DataFrame) -> pd
             paired = seeds_of
             unpaired = sorted((set(t["seed"]) | set(b["seed"])) - set(paired))
             for metric, label in METRICS.items():
-                diffs = (t.loc[units, metric].astype(float).to_numpy()
-                         - b.loc[units, metric].astype(float).to_numpy())
-                diffs = pd.Series(diffs, index=paired)
+                diffs = t.loc[units, metric].astype(float) - b.loc[units, metric].astype(float)  # aligned on unit
                 rows.append({"env": env, "model": model, "treated": treated, "base": base, "metric": label,
                              "primary": metric == "final_success", **paired_stats(diffs),
                              "base_learns": learns.get((env, model, base), False),
