@@ -15,7 +15,7 @@ from agentbench_af.api import ActionOutcome, ExpertTurn, TextEnv, Variant
 from agentbench_af.api.types import StepInfo
 from agentbench_af.environments.webshop import pages
 from agentbench_af.environments.webshop.catalogue import Catalogue, load_catalogue
-from agentbench_af.environments.webshop.expert import plan_turn
+from agentbench_af.environments.webshop.expert import noisy_click, plan_turn
 from agentbench_af.environments.webshop.pages import Session
 from agentbench_af.environments.webshop.records import Goal, Product
 from agentbench_af.environments.webshop.scoring import score_purchase
@@ -179,7 +179,9 @@ class WebShopEnv(TextEnv[WebShopVariant]):
         return self._s.score is not None and not self.is_success
 
     def expert_turn(self) -> ExpertTurn:
-        return plan_turn(self._s, self.goal, self.catalogue, self.engine, self.variant)
+        planned = plan_turn(self._s, self.goal, self.catalogue, self.engine, self.variant)
+        buttons = self._buttons() if self._s.page not in ("search", "done") else []
+        return noisy_click(planned, buttons, self.variant.expert_action_noise, self.seed_used, self.turn)
 
     # ------------------------------------------------------------------ info: add the score
     def reset(

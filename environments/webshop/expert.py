@@ -6,12 +6,20 @@ that would score 1 with the goal's options (`fitting_asin`; the goal product whe
 shopper takes the first match rather than one particular listing; it pages to that item, opens it,
 chooses the goal's options and buys. From any other state it first steps back towards that path. Each
 turn comes with one short templated reasoning sentence. Left out: comparing prices among fitting items.
+
+With `expert_action_noise` = p (`noisy_click`), each click turn is, with probability p, replaced by a click
+on a button drawn uniformly from the page (possibly the planned one), with a sentence that names that
+click; the expert then steps back towards its path from wherever the click led. The draw depends only on
+(episode seed, turn), so the noisy expert is deterministic.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from agentbench_af.api import ExpertTurn
 from agentbench_af.environments.webshop import pages
@@ -119,3 +127,20 @@ def plan_turn(
             (f"click[{pages.BUY_NOW}]",),
         )
     return ExpertTurn("The purchase is done.", (f"click[{pages.BUY_NOW}]",))
+
+
+def noisy_click(
+    turn: ExpertTurn, buttons: Sequence[str], p: float, seed: int | None, turn_index: int
+) -> ExpertTurn:
+    """`turn`, or with probability `p` a click on a uniformly drawn one of `buttons` that names it.
+
+    Search turns (and pages without buttons) are returned unchanged.
+    """
+    if p == 0.0 or not buttons or not turn.actions or not turn.actions[0].startswith("click["):
+        return turn
+    rng = np.random.default_rng([0 if seed is None else int(seed), int(turn_index), 0xAC7])
+    replace, drawn = rng.random() < p, int(rng.integers(0, len(buttons)))
+    if not replace:
+        return turn
+    button = buttons[drawn]
+    return ExpertTurn(f"I click {button} on this page.", (f"click[{button}]",))

@@ -33,9 +33,14 @@ class WebShopVariant(Variant):
     max_actions_per_episode: int = 15
     eval_seeds: tuple[int, int] = (0, EVAL_GOALS)
     train_seeds: tuple[int, int] = (EVAL_GOALS, SHIPPED_GOALS)
+    # the expert's click is, with this probability per turn, one drawn uniformly from the page's buttons
+    # (search turns are kept); only the expert reads it, the game is unchanged
+    expert_action_noise: float = 0.0
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if not 0.0 <= self.expert_action_noise <= 1.0:
+            raise ValueError(f"expert_action_noise must be in [0, 1], got {self.expert_action_noise!r}")
         if self.goals not in ("synthetic", "human"):
             raise ValueError(f"goals must be 'synthetic' or 'human', not {self.goals!r}")
         if self.results_per_page < 1 or self.search_return_n < 1:

@@ -1,4 +1,4 @@
-"""`expert_action_noise`: the planning experts (FrozenLake, Sokoban) take random moves with probability p."""
+"""`expert_action_noise`: the planning experts (FrozenLake, Sokoban) take random moves, the WebShop expert random clicks."""
 
 import pytest
 
@@ -60,3 +60,44 @@ def test_noise_lowers_expert_success_on_frozenlake():
 def test_out_of_range_noise_is_rejected(bad):
     with pytest.raises(ValueError, match="expert_action_noise"):
         agentbench_af.make("FrozenLake-4x4-v0", expert_action_noise=bad)
+
+
+def _webshop_turns(seed: int, **overrides) -> list[tuple[str, tuple[str, ...]]]:
+    _, _, _, turns = expert_episode(agentbench_af.make("WebShop-mini-v0", **overrides), seed)
+    return [(turn.reasoning, turn.actions) for turn in turns]
+
+
+def test_webshop_noisy_click_hand_worked():
+    from agentbench_af.api import ExpertTurn
+    from agentbench_af.environments.webshop.expert import noisy_click
+
+    planned = ExpertTurn("Item B1 fits, so I open it.", ("click[B1]",))
+    buttons = ["B1", "B2", "Next >"]
+    drawn = noisy_click(planned, buttons, 1.0, seed=7, turn_index=2)  # p = 1: always a drawn button
+    (action,) = drawn.actions
+    assert action in {f"click[{b}]" for b in buttons}
+    assert drawn.reasoning == f"I click {action[6:-1]} on this page."
+    assert drawn == noisy_click(planned, buttons, 1.0, seed=7, turn_index=2)  # deterministic in (seed, turn)
+    assert noisy_click(planned, buttons, 0.0, seed=7, turn_index=2) is planned
+    search = ExpertTurn("I search for it.", ("search[socks]",))
+    assert noisy_click(search, buttons, 1.0, seed=7, turn_index=0) is search  # search turns are kept
+
+
+def test_webshop_noise_keeps_valid_clicks_and_lowers_expert_success():
+    plain = [_webshop_turns(seed) for seed in range(100, 160)]
+    assert plain == [_webshop_turns(seed, expert_action_noise=0.0) for seed in range(100, 160)]
+    noisy_env = agentbench_af.make("WebShop-mini-v0", expert_action_noise=0.3)
+    results = [expert_episode(noisy_env, seed) for seed in range(100, 160)]
+    assert [[(t.reasoning, t.actions) for t in r[3]] for r in results] == [
+        _webshop_turns(seed, expert_action_noise=0.3) for seed in range(100, 160)
+    ]
+    changed = sum(any(a.endswith("on this page.") for a, _ in turns) for turns in
+                  ([(t.reasoning, t.actions) for t in r[3]] for r in results))
+    assert changed >= 20  # most episodes have a drawn click at p 0.3 (about 4 click turns each)
+    assert all(r[2] <= 10 for r in results)
+    assert 0 < sum(r[0] for r in results) < 60  # the expert still succeeds often, not always
+
+
+def test_webshop_out_of_range_noise_is_rejected():
+    with pytest.raises(ValueError, match="expert_action_noise"):
+        agentbench_af.make("WebShop-mini-v0", expert_action_noise=2.0)
