@@ -33,6 +33,22 @@ class Variant:
             raise ValueError("turn and action limits must be >= 1")
 
 
+def check_action_noise(p: float) -> None:
+    """Raise ValueError unless an `expert_action_noise` lies in [0, 1]."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"expert_action_noise must be in [0, 1], got {p!r}")
+
+
+def action_noise_draws(p: float, n: int, choices: int, seed: int | None,
+                       turn: int) -> tuple[np.ndarray, np.ndarray]:
+    """A noisy expert's draws for `n` actions of one turn: which are replaced (each with probability `p`) and
+    the index among `choices` each would take; they depend only on (episode seed, turn)."""
+    rng = np.random.default_rng([0 if seed is None else int(seed), int(turn), 0xAC7])
+    replace = rng.random(n) < p  # (n,)
+    drawn = rng.integers(0, choices, size=n)  # (n,)
+    return replace, drawn
+
+
 @dataclass(frozen=True)
 class PlanningExpertVariant(Variant):
     """A variant whose expert sentence can end by naming the moves it gives (`expert_reasoning`), and
@@ -54,17 +70,14 @@ class PlanningExpertVariant(Variant):
         super().__post_init__()
         if self.expert_reasoning not in ("plan", "state"):
             raise ValueError(f"expert_reasoning must be 'plan' or 'state', got {self.expert_reasoning!r}")
-        if not 0.0 <= self.expert_action_noise <= 1.0:
-            raise ValueError(f"expert_action_noise must be in [0, 1], got {self.expert_action_noise!r}")
+        check_action_noise(self.expert_action_noise)
 
     def noisy_moves(self, moves: tuple[str, ...], vocabulary: Sequence[str], seed: int | None,
                     turn: int) -> tuple[str, ...]:
         """`moves` with each replaced by a random word of `vocabulary` with probability expert_action_noise."""
         if self.expert_action_noise == 0.0 or not moves:
             return moves
-        rng = np.random.default_rng([0 if seed is None else int(seed), int(turn), 0xAC7])
-        replace = rng.random(len(moves)) < self.expert_action_noise  # (n_moves,)
-        drawn = rng.integers(0, len(vocabulary), size=len(moves))  # (n_moves,)
+        replace, drawn = action_noise_draws(self.expert_action_noise, len(moves), len(vocabulary), seed, turn)
         return tuple(vocabulary[int(d)] if r else m for m, r, d in zip(moves, replace, drawn, strict=True))
 
     def expert_sentence(self, state: str, moves: str) -> str:

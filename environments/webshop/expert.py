@@ -19,9 +19,8 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from agentbench_af.api import ExpertTurn
+from agentbench_af.api.types import action_noise_draws
 from agentbench_af.environments.webshop import pages
 from agentbench_af.environments.webshop.pages import Session
 from agentbench_af.environments.webshop.records import Goal, Product
@@ -138,9 +137,8 @@ def noisy_click(
     """
     if p == 0.0 or not buttons or not turn.actions or not turn.actions[0].startswith("click["):
         return turn
-    rng = np.random.default_rng([0 if seed is None else int(seed), int(turn_index), 0xAC7])
-    replace, drawn = rng.random() < p, int(rng.integers(0, len(buttons)))
-    if not replace:
+    replace, drawn = action_noise_draws(p, 1, len(buttons), seed, turn_index)
+    if not replace[0]:
         return turn
-    button = buttons[drawn]
+    button = buttons[int(drawn[0])]
     return ExpertTurn(f"I click {button} on this page.", (f"click[{button}]",))

@@ -3,6 +3,7 @@
 from dataclasses import dataclass
 
 from agentbench_af.api import Variant, register
+from agentbench_af.api.types import check_action_noise
 
 #: goals in the shipped catalogue (checked by the tests against the data file)
 SHIPPED_GOALS = 4000
@@ -39,8 +40,7 @@ class WebShopVariant(Variant):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not 0.0 <= self.expert_action_noise <= 1.0:
-            raise ValueError(f"expert_action_noise must be in [0, 1], got {self.expert_action_noise!r}")
+        check_action_noise(self.expert_action_noise)
         if self.goals not in ("synthetic", "human"):
             raise ValueError(f"goals must be 'synthetic' or 'human', not {self.goals!r}")
         if self.results_per_page < 1 or self.search_return_n < 1:
