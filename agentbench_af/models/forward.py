@@ -118,6 +118,11 @@ def _values(value_head: nn.Module, hidden: torch.Tensor, detach: bool) -> torch.
     return torch.nn.functional.pad(v, (1, 0))  # (B, T)
 
 
+def logits_bytes(rows: int, columns: int, vocab: int) -> int:
+    """The size of (rows, columns, vocab) fp32 logits."""
+    return rows * columns * vocab * 4
+
+
 def _chunked(lm: nn.Module, rows: int, columns: int) -> bool:
     """Whether `token_stats` takes the chunked path: an unwrapped transformers causal LM whose (rows,
     columns, V) fp32 logits would exceed `LOGITS_BYTES`."""
@@ -127,7 +132,7 @@ def _chunked(lm: nn.Module, rows: int, columns: int) -> bool:
         return False
     head = lm.get_output_embeddings()
     weight = getattr(head, "weight", None)
-    return weight is not None and rows * columns * int(weight.shape[0]) * 4 > LOGITS_BYTES
+    return weight is not None and logits_bytes(rows, columns, int(weight.shape[0])) > LOGITS_BYTES
 
 
 def _is_fsdp(lm: nn.Module) -> bool:

@@ -9,17 +9,13 @@ tiny policy's 512 entries stay under 1 GiB. The estimate is an upper bound: rows
 
 from __future__ import annotations
 
+from agentbench_af.models.forward import logits_bytes
 from agentbench_af.train.config import TrainConfig
 
 #: the upper bound on one forward's logits above which the note is written
 NOTE_ABOVE_BYTES = 4 * 2**30
 #: what the suggested `rl.micro_batch_rows` keeps one forward's logits under
 TARGET_BYTES = 2 * 2**30
-
-
-def logits_bytes(rows: int, tokens: int, vocab: int) -> int:
-    """fp32 logits of `rows` rows of `tokens` tokens over `vocab` entries."""
-    return rows * tokens * vocab * 4
 
 
 def logits_memory_note(cfg: TrainConfig, vocab: int) -> str | None:
