@@ -121,11 +121,14 @@ def test_the_zoo_branches_from_the_learnable_studys_warm_starts_at_grpos_setting
     assert len({r.method_label for r in zoo}) == 18 and {r.run.seed for r in zoo} <= {r.run.seed for r in study}
 
 
-def test_the_zoos_rebuilt_frozenlake_bases_are_the_learnable_studys_grpo_runs_unchanged():
-    rebuilt = expand(load_sweep_spec(preset_path("cpu-zoo-fl-rebuilt")))
+@pytest.mark.parametrize("preset, env_id, seeds", [
+    ("cpu-zoo-fl-rebuilt", "FrozenLake-4x4-v0", [300, 301]),
+    ("cpu-zoo-sk-rebuilt", "Sokoban-6x6-1box-v0", [300, 301, 302]),
+])
+def test_the_zoos_rebuilt_bases_are_the_learnable_studys_grpo_runs_unchanged(preset, env_id, seeds):
+    rebuilt = expand(load_sweep_spec(preset_path(preset)))
     study = {(r.env.id, r.run.seed): r for r in expand(load_sweep_spec(preset_path("cpu-learnable"))) if r.method == "grpo"}
-    assert sorted((r.env.id, r.method, r.run.seed) for r in rebuilt) == [
-        ("FrozenLake-4x4-v0", "grpo", 300), ("FrozenLake-4x4-v0", "grpo", 301)]
+    assert sorted((r.env.id, r.method, r.run.seed) for r in rebuilt) == [(env_id, "grpo", s) for s in seeds]
     for r in rebuilt:
         original = study[(r.env.id, r.run.seed)]
         assert config_hash(r) == config_hash(original)  # the same run, settings and seed
