@@ -189,6 +189,9 @@ class SFTConfig:
     #: optimizer step on the mean over the whole batch's tokens); 0: the whole batch at once. Memory only,
     #: so neither in the config hash nor in the warm start's key
     micro_batch_rows: int = 0
+    #: variant fields for the demonstration episodes only, over `env.overrides` (e.g. {relabel_ids: true} on
+    #: WebShop: ids the policy must copy off the page); evaluation and RL play `env.overrides` alone. Unset: none
+    env_overrides: dict[str, Any] | None = field(default=None, metadata=OMIT_WHEN_UNSET)
 
     def __post_init__(self) -> None:
         check_choices(self, "sft")
@@ -435,3 +438,8 @@ def train_config_from_dict(data: dict[str, Any], imports: tuple[str, ...] | list
         if problem:
             raise ConfigError(problem)
     return from_dict(TrainConfig, {**data, "imports": list(names)} if names else data)
+
+
+def demonstration_overrides(cfg: TrainConfig) -> dict[str, Any]:
+    """The variant fields of the warm start's demonstration episodes: `env.overrides`, then `sft.env_overrides`."""
+    return {**cfg.env.overrides, **(cfg.sft.env_overrides or {})}

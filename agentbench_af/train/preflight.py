@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentbench_af.config import ConfigError
-from agentbench_af.train.config import TrainConfig
+from agentbench_af.train.config import TrainConfig, demonstration_overrides
 
 
 def check_runnable(cfg: TrainConfig) -> None:
@@ -25,6 +25,11 @@ def check_runnable(cfg: TrainConfig) -> None:
         agentbench_af.make(cfg.env.id, **cfg.env.overrides)
     except (KeyError, TypeError, ValueError, ImportError) as exc:
         raise ConfigError(f"env: {exc.args[0] if exc.args else exc}") from exc
+    if cfg.sft.env_overrides:
+        try:
+            agentbench_af.make(cfg.env.id, **demonstration_overrides(cfg))
+        except (KeyError, TypeError, ValueError, ImportError) as exc:
+            raise ConfigError(f"sft.env_overrides: {exc.args[0] if exc.args else exc}") from exc
     if not cfg.model.path:
         from agentbench_af.models.names import is_named_model, model_names
         from agentbench_af.models.packaged import PACKAGED_MODELS, gguf_sha256

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import numpy as np
+
 from agentbench_af.api import ActionOutcome, ExpertTurn, TextEnv, Variant
 from agentbench_af.api.types import StepInfo
 from agentbench_af.environments.webshop import pages
@@ -24,6 +26,8 @@ from agentbench_af.environments.webshop.variants import WebShopVariant
 
 _ACTION_RE = re.compile(r"^(search|click)\s*\[(.*)\]$", re.IGNORECASE | re.DOTALL)
 MAX_QUERY_CHARS = 300
+#: the random stream of `relabel_ids`' permutation (apart from every other draw keyed on the episode seed)
+_RELABEL_STREAM = 7_211
 
 
 class WebShopEnv(TextEnv[WebShopVariant]):
@@ -44,6 +48,8 @@ class WebShopEnv(TextEnv[WebShopVariant]):
             )
         self._goal: Goal | None = None
         self._s = Session()
+        self._shown: dict[str, str] = {}  # real id -> shown id, under `relabel_ids` (empty: ids as they are)
+        self._real: dict[str, str] = {}
 
     @property
     def catalogue_name(self) -> str:
@@ -79,12 +85,22 @@ class WebShopEnv(TextEnv[WebShopVariant]):
             raise ValueError(f"seed {seed} is outside the {len(goals)} goals of {self.catalogue.name}")
         self._goal = goals[seed]
         self._s = Session()
+        if self.variant.relabel_ids:
+            ids = [p.asin for p in self.catalogue.products]
+            drawn = np.random.default_rng([seed, _RELABEL_STREAM]).permutation(len(ids))
+            self._shown = {real: ids[int(j)] for real, j in zip(ids, drawn, strict=True)}
+            self._real = {shown: real for real, shown in self._shown.items()}
+
+    def _label(self, asin: str) -> str:
+        """How the page shows product `asin`."""
+        return self._shown.get(asin, asin)
 
     def _product(self) -> Product | None:
         return self.catalogue.by_asin.get(self._s.asin) if self._s.asin else None
 
     def _buttons(self) -> list[str]:
-        return pages.buttons(self._s, self._product(), self.variant.results_per_page, self.variant.show_attrs)
+        return pages.buttons(self._s, self._product(), self.variant.results_per_page, self.variant.show_attrs,
+                             self._label)
 
     def admissible_actions(self) -> list[str] | None:
         if self._s.page == "search":
@@ -137,7 +153,7 @@ class WebShopEnv(TextEnv[WebShopVariant]):
             elif button == pages.PREV_PAGE:
                 s.result_page -= 1
             else:
-                s.asin, s.options, s.page = button, {}, "item"
+                s.asin, s.options, s.page = self._real.get(button, button), {}, "item"
         elif s.page == "item-sub":  # only < Prev is left: back to the item
             s.page, s.sub_page = "item", ""
         elif s.page == "item" and product is not None:
@@ -164,6 +180,7 @@ class WebShopEnv(TextEnv[WebShopVariant]):
             v.results_per_page,
             v.title_chars,
             v.text_chars,
+            self._label,
         )
 
     @property
@@ -180,6 +197,11 @@ class WebShopEnv(TextEnv[WebShopVariant]):
 
     def expert_turn(self) -> ExpertTurn:
         planned = plan_turn(self._s, self.goal, self.catalogue, self.engine, self.variant)
+        on_page = pages.page_asins(self._s, self.variant.results_per_page)
+        if self._shown and self._s.page == "results" and on_page:  # the one page whose turns name an id
+            ids = re.compile("|".join(re.escape(a) for a in on_page))  # one pass: a shown id may be a real one
+            planned = ExpertTurn(ids.sub(lambda m: self._label(m.group(0)), planned.reasoning),
+                                 tuple(ids.sub(lambda m: self._label(m.group(0)), a) for a in planned.actions))
         buttons = self._buttons() if self._s.page not in ("search", "done") else []
         return noisy_click(planned, buttons, self.variant.expert_action_noise, self.seed_used, self.turn)
 

@@ -8,6 +8,7 @@ and the per-session action counters of the original server.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agentbench_af.environments.webshop.records import Product
@@ -55,15 +56,17 @@ def n_pages(s: Session, per_page: int) -> int:
     return max(1, -(-len(s.results) // per_page))
 
 
-def buttons(s: Session, product: Product | None, per_page: int, show_attrs: bool) -> list[str]:
-    """The clickable buttons of the current page, in page order (no search box)."""
+def buttons(
+    s: Session, product: Product | None, per_page: int, show_attrs: bool, label: Callable[[str], str] = str
+) -> list[str]:
+    """The clickable buttons of the current page, in page order (no search box); product ids as `label` shows them."""
     if s.page == "results":
         nav = [BACK_TO_SEARCH]
         if s.result_page > 1:
             nav.append(PREV_PAGE)
         if s.result_page < n_pages(s, per_page):
             nav.append(NEXT_PAGE)
-        return nav + list(page_asins(s, per_page))
+        return nav + [label(a) for a in page_asins(s, per_page)]
     if s.page == "item" and product is not None:
         subs = list(SUB_PAGES) + ([ATTRIBUTES] if show_attrs else [])
         values = [v for vals in product.options.values() for v in vals]
@@ -85,7 +88,9 @@ def render(
     per_page: int,
     title_chars: int,
     text_chars: int,
+    label: Callable[[str], str] = str,
 ) -> str:
+    """The page's text; product ids as `label` shows them."""
     lines = [f"Instruction: {instruction}"]
     product = products.get(s.asin) if s.asin else None
     if s.page == "search":
@@ -100,10 +105,10 @@ def render(
             lines.append("No products match this query.")
         for asin in shown:
             p = products[asin]
-            lines.append(f"{asin} | {_cut(p.name, title_chars)} | {p.price_tag}")
+            lines.append(f"{label(asin)} | {_cut(p.name, title_chars)} | {p.price_tag}")
     elif s.page in ("item", "item-sub") and product is not None:
         where = "item" if s.page == "item" else f"{s.sub_page.lower()} of item"
-        lines.append(f"Page: {where} {product.asin}")
+        lines.append(f"Page: {where} {label(product.asin)}")
         lines.append(
             f"{_cut(product.name, 2 * title_chars)} | Price: {product.price_tag} | Rating: {product.rating}"
         )
@@ -116,7 +121,7 @@ def render(
     elif s.page == "done" and product is not None and s.score is not None:
         chosen = ", ".join(f"{k}: {v}" for k, v in s.options.items()) or "no options"
         lines.append(
-            f"Page: done. You bought {product.asin} ({chosen}) at {product.price_tag}. "
+            f"Page: done. You bought {label(product.asin)} ({chosen}) at {product.price_tag}. "
             f"Score: {s.score.score:.3f}."
         )
     return "\n".join(lines)

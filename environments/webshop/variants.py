@@ -37,6 +37,11 @@ class WebShopVariant(Variant):
     # the expert's click is, with this probability per turn, one drawn uniformly from the page's buttons
     # (search turns are kept); only the expert reads it, the game is unchanged
     expert_action_noise: float = 0.0
+    # each episode shows the catalogue's product ids under a permutation drawn from its seed, on every page and
+    # in the expert's turns; clicks take the shown ids. Search, scoring and the expert's choices are unchanged,
+    # only the names differ, so a policy cannot tell the id to click from the instruction alone: for warm-start
+    # demonstrations (`sft.env_overrides`) that teach copying an id off the page rather than memorising it
+    relabel_ids: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()

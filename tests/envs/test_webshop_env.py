@@ -185,3 +185,42 @@ def test_expert_takes_the_first_result_that_scores_1_not_the_goals_own_listing()
     while not e.session.page == "done":
         act(e, e.expert_turn().actions[0])
     assert e.session.asin == first and e.score == 1.0
+
+
+def test_relabel_ids_renames_products_per_seed_and_changes_nothing_else():
+    plain = agentbench_af.make("WebShop-mini-v0")
+    renamed = agentbench_af.make("WebShop-mini-v0", relabel_ids=True)
+    ids = re.compile(r"\bB\d{4}\b")
+    for seed in (100, 101, 250):
+        plain.reset(seed=seed)
+        renamed.reset(seed=seed)
+        act(plain, plain.expert_turn().actions[0])
+        obs, *_ = act(renamed, renamed.expert_turn().actions[0])  # the same search
+        assert plain.session.results == renamed.session.results
+        listed = [line.split(" | ")[0] for line in obs.splitlines() if ids.match(line)]
+        real = list(renamed.session.results[:10])
+        assert listed == [renamed._label(a) for a in real] and listed != real  # every id renamed, order kept
+        turn = renamed.expert_turn()  # the expert names the shown id of the real item it plans to open
+        target = plain.expert_turn().actions[0][len("click["):-1]
+        assert turn.actions == (f"click[{renamed._label(target)}]",) and renamed._label(target) in turn.reasoning
+        if target not in listed:  # the real id is no button on the renamed page
+            _, _, _, _, info = act(renamed, f"click[{target}]")
+            assert not info["action_is_valid"] and renamed.session.page == "results"
+        obs, *_ = act(renamed, turn.actions[0])
+        assert renamed.session.asin == target and f"Page: item {renamed._label(target)}" in obs
+    renamed.reset(seed=100)
+    other = {a: renamed._label(a) for a in renamed.catalogue.by_asin}
+    renamed.reset(seed=101)
+    assert other != {a: renamed._label(a) for a in renamed.catalogue.by_asin}  # a new permutation per seed
+    assert sorted(other.values()) == sorted(other)  # ... of the catalogue's own ids
+    noisy = [agentbench_af.make("WebShop-mini-v0", relabel_ids=r, expert_action_noise=0.3) for r in (False, True)]
+    for seed in range(100, 130):  # the noisy expert's episodes: same scores and lengths under the new names
+        outcomes = []
+        for e in noisy:
+            _, info = e.reset(seed=seed)
+            turns, done = 0, False
+            while not done:
+                _, _, terminated, truncated, info = act(e, e.expert_turn().actions[0])
+                turns, done = turns + 1, terminated or truncated
+            outcomes.append((info["score"], turns))
+        assert outcomes[0] == outcomes[1]

@@ -34,7 +34,7 @@ from agentbench_af.train.bookkeeping.checkpoint import (
     restore_rng_states,
     write_state,
 )
-from agentbench_af.train.config import SFTConfig, TrainConfig
+from agentbench_af.train.config import SFTConfig, TrainConfig, demonstration_overrides
 from agentbench_af.train.warm.demos import demonstration_trajectories
 
 
@@ -145,7 +145,7 @@ def sft_warm_start(
     rng = np.random.default_rng([cfg.warm_start_seed, 1])
     seeds = draw_train_seeds(env, cfg.sft.episodes, rng)
     trajs = demonstration_trajectories(
-        cfg.env.id, seeds, tokenizer, chat, cfg.rollout, cfg.env.overrides
+        cfg.env.id, seeds, tokenizer, chat, cfg.rollout, demonstration_overrides(cfg)
     )
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else chat.end_of_turn_ids[0]
     data = trajectories_to_batch(trajs, cfg.rollout.context_mode, pad)
