@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from agentbench_af.cli import app
-from agentbench_af.results.embedded_tables import embedded_tables, table_lines
+from agentbench_af.results.embedded_tables import embedded_tables, source_table
 
 LEADERBOARDS = Path(__file__).resolve().parents[2] / "leaderboards"
 ROOT = LEADERBOARDS.parent
@@ -79,7 +79,5 @@ def test_embedded_tables_are_copies_of_the_generated_files(markdown):
     exactly the table lines of that committed (and, above, regenerated) file: numbers cannot drift
     (`agentbench-af embed FILE.md` refreshes them)."""
     for block in embedded_tables(markdown.read_text()):
-        source = markdown.parent / block.source
-        assert source.is_file(), f"{markdown.relative_to(ROOT)} embeds {block.source}, which does not exist"
-        assert block.lines == table_lines(source.read_text()), \
+        assert block.lines == source_table(markdown.parent, block.source), \
             f"{markdown.relative_to(ROOT)}'s copy of {block.source} differs"

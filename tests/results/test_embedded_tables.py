@@ -1,6 +1,7 @@
 """`agentbench-af embed`: a README's copies of generated tables are refreshed from their files, and
 nothing outside the blocks changes."""
 
+import pytest
 from typer.testing import CliRunner
 
 from agentbench_af.cli import app
@@ -77,3 +78,14 @@ def test_embed_command_refuses_clearly(tmp_path):
     res = runner.invoke(app, ["embed", str(plain)])
     assert res.exit_code == 2 and "holds no '<!-- generated: PATH -->' block" in res.output
     assert readme.read_text() == README  # a failed refresh writes nothing
+
+
+def test_a_block_can_copy_one_table_of_a_file_with_several(tmp_path):
+    (tmp_path / "study.md").write_text("# Study\n\n| a |\n|:--|\n| 1 |\n\ntext\n\n| b | c |\n|:--|:--|\n| 2 | 3 |\n")
+    readme = "<!-- generated: study.md#2 -->\n| old |\n<!-- end generated -->\n"
+    new, changed = refresh_embedded_tables(readme, tmp_path)
+    assert changed == ["study.md#2"]
+    assert new == "<!-- generated: study.md#2 -->\n| b | c |\n|:--|:--|\n| 2 | 3 |\n<!-- end generated -->\n"
+    for bad in ("study.md#3", "study.md#x"):
+        with pytest.raises(ValueError, match=bad.replace(".", r"\.")):
+            refresh_embedded_tables(readme.replace("study.md#2", bad), tmp_path)
