@@ -20,23 +20,13 @@ import argparse
 from collections import Counter
 
 import agentbench_af
+from agentbench_af.api.checker import expert_episode
 from agentbench_af.environments.webshop.expert import fitting_asin, goal_options, instruction_query
+from agentbench_af.formats.parse import format_response
 
 
 def as_turn(action: str) -> str:
-    return f"<think>scripted</think><answer>{action}</answer>"
-
-
-def run_expert(env, seed: int) -> bool:
-    """The expert's episode from `seed`; True on success."""
-    game = env.unwrapped
-    env.reset(seed=seed)
-    info: dict = {}
-    done = False
-    while not done:
-        _, _, terminated, truncated, info = env.step(as_turn(game.expert_turn().actions[0]))
-        done = terminated or truncated
-    return bool(info.get("success"))
+    return format_response("scripted", [action])
 
 
 def run_first_result_copier(env, seed: int) -> tuple[bool, int]:
@@ -44,7 +34,7 @@ def run_first_result_copier(env, seed: int) -> tuple[bool, int]:
     game = env.unwrapped
     env.reset(seed=seed)
     env.step(as_turn(f"search[{instruction_query(game.goal.instruction_text)}]"))
-    results = game._s.results
+    results = game.session.results
     if not results:
         return False, -1
     target = fitting_asin(results, game.goal, game.catalogue)
@@ -70,7 +60,7 @@ def main() -> None:
         expert = copier = 0
         where: Counter[int] = Counter()
         for seed in seeds:
-            expert += run_expert(env, seed)
+            expert += expert_episode(env.unwrapped, seed)[0]
             won, position = run_first_result_copier(env, seed)
             copier += won
             where[min(position, 3)] += 1

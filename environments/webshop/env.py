@@ -196,12 +196,7 @@ class WebShopEnv(TextEnv[WebShopVariant]):
         return self._s.score is not None and not self.is_success
 
     def expert_turn(self) -> ExpertTurn:
-        planned = plan_turn(self._s, self.goal, self.catalogue, self.engine, self.variant)
-        on_page = pages.page_asins(self._s, self.variant.results_per_page)
-        if self._shown and self._s.page == "results" and on_page:  # the one page whose turns name an id
-            ids = re.compile("|".join(re.escape(a) for a in on_page))  # one pass: a shown id may be a real one
-            planned = ExpertTurn(ids.sub(lambda m: self._label(m.group(0)), planned.reasoning),
-                                 tuple(ids.sub(lambda m: self._label(m.group(0)), a) for a in planned.actions))
+        planned = plan_turn(self._s, self.goal, self.catalogue, self.engine, self.variant, self._label)
         buttons = self._buttons() if self._s.page not in ("search", "done") else []
         return noisy_click(planned, buttons, self.variant.expert_action_noise, self.seed_used, self.turn)
 

@@ -16,7 +16,7 @@ click; the expert then steps back towards its path from wherever the click led. 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from agentbench_af.api import ExpertTurn
@@ -77,8 +77,10 @@ def fitting_asin(results: tuple[str, ...] | list[str], goal: Goal, catalogue: Ca
 
 
 def plan_turn(
-    s: Session, goal: Goal, catalogue: Catalogue, engine: SearchEngine, v: WebShopVariant
+    s: Session, goal: Goal, catalogue: Catalogue, engine: SearchEngine, v: WebShopVariant,
+    label: Callable[[str], str] = str,
 ) -> ExpertTurn:
+    """The expert's next turn from `s`; a product id is written as `label` shows it (the page's names)."""
     kind = catalogue.by_asin[goal.asin].query or "product"
     target = fitting_asin(s.results, goal, catalogue) if s.results else goal.asin
     product = catalogue.by_asin[target]
@@ -92,8 +94,8 @@ def plan_turn(
             where = s.results.index(target) // v.results_per_page + 1
             if where == s.result_page:
                 return ExpertTurn(
-                    f"Item {target} on this page fits the instruction, so I open it.",
-                    (f"click[{target}]",),
+                    f"Item {label(target)} on this page fits the instruction, so I open it.",
+                    (f"click[{label(target)}]",),
                 )
             if where > s.result_page:
                 return ExpertTurn(

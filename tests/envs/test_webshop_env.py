@@ -217,10 +217,6 @@ def test_relabel_ids_renames_products_per_seed_and_changes_nothing_else():
     for seed in range(100, 130):  # the noisy expert's episodes: same scores and lengths under the new names
         outcomes = []
         for e in noisy:
-            _, info = e.reset(seed=seed)
-            turns, done = 0, False
-            while not done:
-                _, _, terminated, truncated, info = act(e, e.expert_turn().actions[0])
-                turns, done = turns + 1, terminated or truncated
-            outcomes.append((info["score"], turns))
+            _, _, turns, _ = expert_episode(e, seed)
+            outcomes.append((e.score, turns))
         assert outcomes[0] == outcomes[1]
