@@ -35,5 +35,5 @@ python -m pytest -q -m slow "$@" || [ $? -eq 5 ]
 # and runs its code; otherwise (other hardware or versions) a difference within 3 standard errors.
 # Skipped when arguments select tests.
 if [ $# -eq 0 ]; then
-  agentbench-af verify leaderboards/cpu-quick --cells FrozenLake-4x4-v0-ppo-tiny-0.2m-s0 --quiet
+  agentbench-af verify leaderboards/cpu-quick-v3 --cells FrozenLake-4x4-v0-ppo-tiny-0.2m-s0 --quiet
 fi

@@ -13,7 +13,7 @@ from agentbench_af.train.config import train_config_from_dict
 
 ROOT = Path(__file__).resolve().parents[2] / "leaderboards"
 # the studies written with fingerprints; the older learning checks predate later config changes
-STUDIES = ("cpu-quick", "cpu-confirm", "cpu-confirm-lr", "cpu-confirm-sudoku")
+STUDIES = ("cpu-quick-v3", "cpu-confirm", "cpu-confirm-lr", "cpu-confirm-sudoku")
 
 
 @pytest.mark.parametrize("study", STUDIES)
@@ -29,7 +29,7 @@ def test_committed_records_keep_their_config_hash(study):
 
 
 def test_a_new_field_away_from_its_default_changes_the_hash():
-    data = json.loads(next((ROOT / "cpu-quick" / "runs").glob("*/record.json")).read_text())
+    data = json.loads(next((ROOT / "cpu-quick-v3" / "runs").glob("*/record.json")).read_text())
     cfg = train_config_from_dict(data["config"])
     moved = train_config_from_dict({**data["config"], "loss": {**data["config"]["loss"], "policy": "gspo"}})
     assert config_hash(cfg) == data["config_hash"] != config_hash(moved)

@@ -1,6 +1,7 @@
 """`reproduce`: the shipped presets expand, the paper preset refuses clearly, and a run publishes a
 leaderboard (records, table, plots) that `agentbench-af table` regenerates byte for byte."""
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -32,18 +33,23 @@ def test_shipped_presets_expand_and_share_warm_starts():
     assert {"demo", "cpu-quick", "cpu-full", "paper"} <= set(preset_names())
     quick = load_sweep_spec(preset_path("cpu-quick"))
     runs = expand(quick)
-    assert {r.env.id for r in runs} == {"FrozenLake-4x4-v0", "Sokoban-6x6-1box-v0", "Sudoku-4x4-10clues-v0", "WebShop-mini-v0"}
-    assert len(runs) == 4 * 4 * 3  # (env, size) cells x methods x seeds
+    # the learnable recipe (cpu-learnable's settings, fewer steps) on the two games where it learns
+    assert {r.env.id for r in runs} == {"FrozenLake-4x4-v0", "Sokoban-6x6-1box-v0"}
+    assert {r.model.name for r in runs} == {"tiny-0.7m"}
+    assert len(runs) == 2 * 4 * 2  # environments x methods x seeds
     assert {r.method for r in runs} == {"ppo", "grpo", "ppo+actfocus", "grpo+actfocus"}
-    assert all(r.eval.also_greedy for r in runs)
-    # every method of an (env, size, seed) branches from one warm start; FrozenLake has one per seed,
-    # the other three environments one shared by their three seeds (sft.seed=0)
+    assert all(r.eval.also_greedy and r.eval.episodes >= 256 and r.rl.lr == 2e-4 for r in runs)
+    learnable = {(r.env.id, r.method.split("+")[0]): r for r in expand(load_sweep_spec(preset_path("cpu-learnable")))}
+    for r in runs:  # the same recipe as the study's, step count aside
+        twin = learnable[(r.env.id, r.method.split("+")[0])]
+        assert (r.sft, r.env.overrides, r.loss, r.credit.grpo_norm_by_std, r.rl.critic, r.rl.prompts_per_step) == (
+            dataclasses.replace(twin.sft, seed=0), twin.env.overrides, twin.loss, twin.credit.grpo_norm_by_std,
+            twin.rl.critic, twin.rl.prompts_per_step)
+    # every run of an environment branches from one warm start (sft.seed=0), shared by both seeds
     by_start: dict[str, set[tuple[str, int]]] = {}
     for r in runs:
         by_start.setdefault(r.run.init_from, set()).add((r.method, r.run.seed))
-    assert sorted(len(m) for m in by_start.values()) == [4, 4, 4, 12, 12, 12]
-    sudoku = [r for r in runs if r.env.id == "Sudoku-4x4-10clues-v0"]
-    assert all(r.env.overrides["board"] == "keyed" and r.model.name == "tiny-0.7m" for r in sudoku)
+    assert sorted(len(m) for m in by_start.values()) == [8, 8]
     full = expand(load_sweep_spec(preset_path("cpu-full")))
     assert {"grpo+actfocus-reasoning-only", "grpo+action-only", "grpo+top-entropy"} <= {r.method for r in full}
     assert len({r.run.seed for r in full}) == 5
