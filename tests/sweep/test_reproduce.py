@@ -109,6 +109,31 @@ def test_the_learnable_study_matches_rates_within_a_base_and_uses_fresh_seeds():
     assert len(starts) == 12 and all(len(m) == 5 for m in starts.values())  # one warm start per (env, seed)
 
 
+def test_the_sudoku_study_runs_its_tuning_rows_settings_on_fresh_seeds():
+    """cpu-learnable-sudoku's GRPO is tuning row U10 and its PPO is U2 (their committed records), on new seeds."""
+    study = expand(load_sweep_spec(preset_path("cpu-learnable-sudoku")))
+    earlier = {r.run.seed for name in ("cpu-quick", "cpu-full", "cpu-confirm", "cpu-confirm-lr", "cpu-confirm-sudoku",
+                                       "cpu-learnable", "cpu-zoo") for r in expand(load_sweep_spec(preset_path(name)))}
+    seeds = {r.run.seed for r in study}
+    assert len(seeds) == 6 and not seeds & earlier and not any(900 <= s < 1000 for s in seeds)
+    rows = ROOT / "docs" / "history" / "recipe-search-runs"
+    for base, row in (("grpo", "U10"), ("ppo", "U2")):
+        tuned = json.loads((rows / row / "record.json").read_text())["config"]
+        for r in (r for r in study if r.method.split("+")[0] == base):
+            run = dataclasses.asdict(r)
+            for section in ("env", "sft", "rollout"):
+                assert run[section] == {**tuned[section], **{k: v for k, v in run[section].items() if k not in tuned[section]}}
+            assert {k: run["rl"][k] for k in ("lr", "steps", "prompts_per_step", "critic")} == \
+                {k: tuned["rl"][k] for k in ("lr", "steps", "prompts_per_step", "critic")}
+            assert (run["loss"]["agg"], run["loss"]["kl_coef"], run["credit"]["grpo_norm_by_std"]) == \
+                (tuned["loss"]["agg"], tuned["loss"]["kl_coef"], tuned["credit"]["grpo_norm_by_std"])
+            assert run["model"]["name"] == tuned["model"]["name"] and run["eval"]["episodes"] == 512
+    starts: dict[str, set[str]] = {}
+    for r in study:
+        starts.setdefault(r.run.init_from, set()).add(r.method)
+    assert len(starts) == 6 and all(len(m) == 5 for m in starts.values())  # one warm start per seed
+
+
 def test_the_zoo_branches_from_the_learnable_studys_warm_starts_at_grpos_settings():
     zoo = expand(load_sweep_spec(preset_path("cpu-zoo")))
     study = expand(load_sweep_spec(preset_path("cpu-learnable")))
