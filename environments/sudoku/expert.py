@@ -4,7 +4,9 @@ It fixes wrongly placed digits first, then fills empty cells, preferring a cell 
 by the correct digits on the board: a naked single (its row, column and box leave one digit) before a
 hidden single (the digit fits nowhere else in a row, column or box), before any other cell (the
 solution's digit, "the unique solution has N there"). With the `units` reasoning a full house (the last
-empty cell of a row, then of a column, then of a box) comes before all of these, in reading order.
+empty cell of a row, then of a column, then of a box) comes before all of these, in reading order. The
+`unit-scan` reasoning (keyed board) takes the same full houses but writes every unit it passes on the way, each
+with its count of empty cells, so the unit is chosen after it is read.
 Left out: deductions beyond singles.
 """
 
@@ -80,12 +82,44 @@ def full_house(
     return None
 
 
+def unit_scan(shown: Sequence[int], n_of: Sequence[int], k: int) -> list[Move]:
+    """Up to `k` full houses of the board `shown`, found by reading its units in order (rows top to bottom, then
+    columns, then boxes) and writing each as the keyed board spells it with its count of empty cells:
+    `row 1 has a2 b1 c4 d3 so 0 empty. row 2 has e. f. g1 h. so 3 empty. row 4 has m4 n. o2 p1 so 1 empty and
+    3 goes at col 2.` Each move's reason holds the units read since the previous move; units read after the
+    last move (the scan ran out) are added to its reason. A unit whose one empty cell an earlier move of this
+    turn took reads `so 1 empty, taken.` Returns [] when no unit has one empty cell."""
+    moves: list[Move] = []
+    pieces: list[str] = []
+    for kind, units in (("row", ROWS), ("col", COLS), ("box", BOXES)):
+        for number, cells in enumerate(units, start=1):
+            empty = [i for i in cells if not shown[i]]
+            said = f"{kind} {number} has {' '.join(keyed_cell(j, shown[j]) for j in cells)} so {len(empty)} empty"
+            if len(empty) == 1 and any(empty[0] == i for i, _, _ in moves):
+                pieces.append(f"{said}, taken.")
+            elif len(empty) == 1:
+                i = empty[0]
+                where = {"row": f"col {COL_OF[i] + 1}", "col": f"row {ROW_OF[i] + 1}", "box": cell_name(i)}[kind]
+                pieces.append(f"{said} and {n_of[i]} goes at {where}.")
+                moves.append((i, n_of[i], " ".join(pieces)))
+                pieces = []
+                if len(moves) == k:
+                    return moves
+            else:
+                pieces.append(f"{said}.")
+    if moves and pieces:  # the scan ran out after the last move: what it read belongs to that move's reason
+        i, n, reason = moves[-1]
+        moves[-1] = (i, n, " ".join([reason, *pieces]))
+    return moves
+
+
 def expert_moves(
     board: Sequence[int], solution: Sequence[int], k: int, reasoning: str = "singles", keyed: bool = False
 ) -> list[Move]:
     """Up to `k` placements that bring `board` closer to `solution`, wrong cells first. `reasoning`:
     `singles` (the rule's sentence), `scan` (`scan_sentence` over the digits known before the cell,
-    earlier moves included) or `units` (a `full_house` first, then as `singles`). With `keyed` a `units`
+    earlier moves included), `units` (a `full_house` first, then as `singles`) or `unit-scan` (`unit_scan`'s
+    full houses of the board as it stands before the turn, keyed; as keyed `units` when it has none). With `keyed` a `units`
     sentence spells its cells as the keyed board does and lists the board as it stands before the turn,
     so every digit it names can be read off the board: a turn's second placement must then be a full
     house of that board too, else the turn has one placement."""
@@ -98,6 +132,11 @@ def expert_moves(
     for i, n, _ in moves:
         known[i] = n
     shown = list(known)  # the correct digits on the board before this turn's placements
+    if reasoning == "unit-scan" and len(moves) < k:
+        scanned = unit_scan(shown, solution, k - len(moves))
+        if scanned:
+            return moves + scanned
+        reasoning = "units"  # no full house on the board: what the keyed `units` expert does then
     while len(moves) < k:
         if reasoning == "units":
             # cells taken this turn are filled in `known`, so `exclude` matters only for `shown`

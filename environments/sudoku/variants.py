@@ -6,7 +6,7 @@ from agentbench_af.api import Variant, register
 
 CELLS = 16
 MIN_UNIQUE_CLUES = 4  # no 4x4 Sudoku with fewer givens has a unique solution
-EXPERT_REASONINGS = ("singles", "scan", "units")
+EXPERT_REASONINGS = ("singles", "scan", "units", "unit-scan")
 BOARDS = ("marked", "plain", "keyed")
 
 
@@ -23,7 +23,9 @@ class SudokuVariant(Variant):
     # row, column and box hold the other digits."); "scan" lists what the cell's row, column and box hold
     # ("row 1 col 3: row 2 1, col 3, box 2 3 1, so 4."), so the digit follows from digits in the text;
     # "units" fills the last empty cell of a row, column or box first ("row 2 has 3 . 1 4: 2 goes at
-    # col 2."), so most placements read one line of the board
+    # col 2."), so most placements read one line of the board; "unit-scan" (keyed board only) takes the same full
+    # houses but writes every unit it reads on the way with its count of empty cells ("row 1 has a2 b1 c4 d3 so
+    # 0 empty. row 2 ..."), so the unit is chosen after it is read
     expert_reasoning: str = "singles"
     # the board's text: "marked" shows givens as [N] and conflicts as *N*; "plain" writes every cell as one
     # character with single spaces between (givens, placed digits and conflicts alike), so a byte-level
@@ -39,6 +41,9 @@ class SudokuVariant(Variant):
             raise ValueError(f"expert_reasoning must be one of {EXPERT_REASONINGS}, got {self.expert_reasoning!r}")
         if self.board not in BOARDS:
             raise ValueError(f"board must be one of {BOARDS}, got {self.board!r}")
+        if self.expert_reasoning == "unit-scan" and self.board != "keyed":
+            raise ValueError(f"expert_reasoning='unit-scan' spells cells as the keyed board does: set board='keyed' "
+                             f"(got board={self.board!r})")
         if not MIN_UNIQUE_CLUES <= self.clues < CELLS:
             raise ValueError(f"clues must be in [{MIN_UNIQUE_CLUES}, {CELLS - 1}], got {self.clues}")
         budget = min(self.max_actions_per_episode, self.max_turns * self.max_actions_per_turn)

@@ -349,6 +349,43 @@ def test_keyed_board_and_units_sentences_by_hand():
         assert success and all(len({a[:3] for a in t.actions}) == len(t.actions) for t in played)
 
 
+def test_unit_scan_reads_each_unit_before_choosing_by_hand():
+    # seed 600 (keyed): row 1 a2 b1 c4 d3 / row 2 e. f. g1 h. / row 3 i. j. k3 l4 / row 4 m4 n. o2 p1
+    env = agentbench_af.make("Sudoku-4x4-10clues-v0", expert_reasoning="unit-scan", board="keyed")
+    env.reset(seed=600)
+    turn = env.expert_turn()
+    assert turn.reasoning == (
+        "row 1 has a2 b1 c4 d3 so 0 empty. row 2 has e. f. g1 h. so 3 empty. row 3 has i. j. k3 l4 so 2 empty. "
+        "row 4 has m4 n. o2 p1 so 1 empty and 3 goes at col 2. "
+        "col 1 has a2 e. i. m4 so 2 empty. col 2 has b1 f. j. n. so 3 empty. col 3 has c4 g1 k3 o2 so 0 empty. "
+        "col 4 has d3 h. l4 p1 so 1 empty and 2 goes at row 2.")
+    assert turn.actions == ("4,2,3", "2,4,2")  # the `units` expert's two placements
+    solution = generate_puzzle(10, 600).solution
+    # a unit whose one empty cell this turn already took is read and passed over; a scan that runs out after
+    # one placement keeps what it read: board = the solution with f and j empty (col 2 and box 3 each hold one
+    # of them), so col 2 (f, j) is skipped, box 1 takes f, box 3's j is the second placement
+    board = list(solution)
+    board[5] = board[9] = 0
+    moves = expert_moves(board, solution, 2, "unit-scan", keyed=True)
+    assert [(i, n) for i, n, _ in moves] == [(5, solution[5]), (9, solution[9])]
+    assert moves[0][2].startswith("row 1 has a2 b1 c4 d3 so 0 empty. row 2 has e3 f. g1 h2 so 1 empty and")
+    assert moves[1][2].startswith("row 3 has ")  # read on from the unit after the first choice
+    board[9] = solution[9]  # now only f is empty: row 2 takes it, col 2 and box 1 read it as taken
+    (only,) = expert_moves(board, solution, 2, "unit-scan", keyed=True)
+    assert only[2].endswith(f"col 2 has b1 f. j{solution[9]} n{solution[13]} so 1 empty, taken. "
+                            "col 3 has c4 g1 k3 o2 so 0 empty. col 4 has d3 h2 l4 p1 so 0 empty. "
+                            "box 1 has a2 b1 e3 f. so 1 empty, taken. box 2 has c4 d3 g1 h2 so 0 empty. "
+                            f"box 3 has i{solution[8]} j{solution[9]} m4 n{solution[13]} so 0 empty. "
+                            "box 4 has k3 l4 o2 p1 so 0 empty.")
+    # no unit with one empty cell: the `singles` sentence, as the `units` expert gives
+    empty = [0] * CELLS
+    assert expert_moves(empty, solution, 2, "unit-scan", keyed=True) == expert_moves(empty, solution, 2, "units",
+                                                                                      keyed=True)
+    assert all(expert_episode(env, seed)[0] for seed in range(50))
+    with pytest.raises(ValueError, match="board='keyed'"):
+        agentbench_af.make("Sudoku-4x4-10clues-v0", expert_reasoning="unit-scan")
+
+
 def test_keyed_cells_split_into_letter_and_digit_tokens():
     from agentbench_af.models import tokenizer_for_envs
 
