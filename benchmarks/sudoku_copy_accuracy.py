@@ -29,13 +29,16 @@ from pathlib import Path
 import torch
 import yaml
 
+from agentbench_af.environments.sudoku.grid import BOXES, COLS, ROWS
+from agentbench_af.environments.sudoku.text import CELL_KEYS
+
 BOARD_LINE = re.compile(r"^\d\s")
 KEYED_CELL = re.compile(r"(?<![A-Za-z])([a-p])([1-4.])(?![A-Za-z0-9])")
 CELL_LETTER_PIECE = re.compile(r"^ [a-p]$")
 UNIT_SENTENCE = re.compile(r"\b(row|col|box) ([1-4]) has ((?:[a-p][1-4.] ?)+)")
-UNIT_CELLS = {("row", 1): "abcd", ("row", 2): "efgh", ("row", 3): "ijkl", ("row", 4): "mnop",
-              ("col", 1): "aeim", ("col", 2): "bfjn", ("col", 3): "cgko", ("col", 4): "dhlp",
-              ("box", 1): "abef", ("box", 2): "cdgh", ("box", 3): "ijmn", ("box", 4): "klop"}
+UNIT_CELLS = {(kind, number): "".join(CELL_KEYS[i] for i in cells)  # ("row", 2): "efgh", as the expert names them
+              for kind, units in (("row", ROWS), ("col", COLS), ("box", BOXES))
+              for number, cells in enumerate(units, start=1)}
 COPIED_PIECES = frozenset("1234.")
 
 

@@ -58,6 +58,11 @@ def scan_sentence(known: Sequence[int], i: int, n: int) -> str:
     return f"{cell_name(i)}: row {held[0]}, col {held[1]}, box {held[2]}, so {n}."
 
 
+def _where_in_unit(kind: str, i: int) -> str:
+    """Where cell `i` sits in its `kind` of unit: a row names the column, a column the row, a box both."""
+    return {"row": f"col {COL_OF[i] + 1}", "col": f"row {ROW_OF[i] + 1}", "box": cell_name(i)}[kind]
+
+
 def full_house(
     known: Sequence[int], n_of: Sequence[int], keyed: bool = False, exclude: frozenset[int] = frozenset()
 ) -> tuple[int, str] | None:
@@ -73,7 +78,7 @@ def full_house(
             if len(empty) != 1 or empty[0] in exclude:
                 continue
             i = empty[0]
-            where = {"row": f"col {COL_OF[i] + 1}", "col": f"row {ROW_OF[i] + 1}", "box": cell_name(i)}[kind]
+            where = _where_in_unit(kind, i)
             if keyed:
                 listed = " ".join(keyed_cell(j, known[j]) for j in cells)
                 return i, f"{kind} {number} has {listed} so {n_of[i]} goes at {where}."
@@ -99,7 +104,7 @@ def unit_scan(shown: Sequence[int], n_of: Sequence[int], k: int) -> list[Move]:
                 pieces.append(f"{said}, taken.")
             elif len(empty) == 1:
                 i = empty[0]
-                where = {"row": f"col {COL_OF[i] + 1}", "col": f"row {ROW_OF[i] + 1}", "box": cell_name(i)}[kind]
+                where = _where_in_unit(kind, i)
                 pieces.append(f"{said} and {n_of[i]} goes at {where}.")
                 moves.append((i, n_of[i], " ".join(pieces)))
                 pieces = []
