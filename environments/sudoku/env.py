@@ -11,6 +11,7 @@ erasing a cell, pencil marks, and a failure state (a wrong grid can always be fi
 from __future__ import annotations
 
 from agentbench_af.api import ActionOutcome, ExpertTurn, TextEnv, Variant
+from agentbench_af.api.types import action_noise_draws
 from agentbench_af.environments.sudoku.expert import expert_moves
 from agentbench_af.environments.sudoku.generator import generate_puzzle
 from agentbench_af.environments.sudoku.grid import CELLS, COL_OF, ROW_OF, SIZE, cell_name
@@ -97,7 +98,12 @@ class SudokuEnv(TextEnv[SudokuVariant]):
                              self.variant.expert_reasoning, keyed=self.variant.board == "keyed")
         if not moves:
             return ExpertTurn(reasoning="The grid is solved.")
-        actions = tuple(f"{ROW_OF[i] + 1},{COL_OF[i] + 1},{n}" for i, n, _ in moves)
+        digits = [n for _, n, _ in moves]
+        if self.variant.expert_action_noise:
+            replace, drawn = action_noise_draws(self.variant.expert_action_noise, len(moves), SIZE, self.seed_used,
+                                                self.turn)
+            digits = [int(d) + 1 if r else n for n, r, d in zip(digits, replace, drawn, strict=True)]
+        actions = tuple(f"{ROW_OF[i] + 1},{COL_OF[i] + 1},{n}" for (i, _, _), n in zip(moves, digits, strict=True))
         return ExpertTurn(reasoning=" ".join(reason for _, _, reason in moves), actions=actions)
 
     @property

@@ -3,6 +3,7 @@
 from dataclasses import dataclass
 
 from agentbench_af.api import Variant, register
+from agentbench_af.api.types import check_action_noise
 
 CELLS = 16
 MIN_UNIQUE_CLUES = 4  # no 4x4 Sudoku with fewer givens has a unique solution
@@ -34,9 +35,14 @@ class SudokuVariant(Variant):
     # then lists a unit's cells the same way ("row 1 has a4 b. c. d2 so ..."), so a policy copies each
     # digit from after the same letter on the board instead of locating it by position (for tiny policies)
     board: str = "marked"
+    # with this probability each placement the expert gives writes a uniformly drawn digit (possibly the right one)
+    # at its cell, while its sentence stays that of the right digit; its next turn then fixes the cell ("The 2 at
+    # row 1 col 3 is wrong; it must be 4."), so demonstrations show turns after an error. Only the expert reads it
+    expert_action_noise: float = 0.0
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        check_action_noise(self.expert_action_noise)
         if self.expert_reasoning not in EXPERT_REASONINGS:
             raise ValueError(f"expert_reasoning must be one of {EXPERT_REASONINGS}, got {self.expert_reasoning!r}")
         if self.board not in BOARDS:

@@ -395,3 +395,37 @@ def test_keyed_cells_split_into_letter_and_digit_tokens():
     assert pieces == ["1", "Ġa", "2", "Ġb", ".", "Ġ|", "Ġc", "4", "Ġd", "3"]  # Ġ: a leading space
     said = tok.convert_ids_to_tokens(tok.encode(" has a2 b. so", add_special_tokens=False))
     assert said[1:5] == ["Ġa", "2", "Ġb", "."]  # the sentence spells a cell with the board's tokens
+
+
+def test_noisy_expert_writes_drawn_digits_under_the_right_sentence_by_hand():
+    """expert_action_noise=p: each placement's digit is, with probability p, 1 + a draw in 0..3 from the stream
+    default_rng([seed, turn, 0xAC7]) (first n uniforms decide, then n integers); the sentence is unchanged, and
+    the turn after a wrong digit fixes it first."""
+    import numpy as np
+
+    clean = agentbench_af.make(DEFAULT)
+    noisy = agentbench_af.make(DEFAULT, expert_action_noise=1.0)
+    for env in (clean, noisy):
+        env.reset(seed=3)
+    right, drawn_turn = clean.expert_turn(), noisy.expert_turn()
+    rng = np.random.default_rng([3, 0, 0xAC7])
+    replace = rng.random(len(right.actions)) < 1.0
+    drawn = rng.integers(0, 4, size=len(right.actions))
+    assert replace.all()
+    expected = tuple(a.rsplit(",", 1)[0] + f",{int(d) + 1}" for a, d in zip(right.actions, drawn, strict=True))
+    assert drawn_turn.actions == expected and drawn_turn.reasoning == right.reasoning
+    quiet = agentbench_af.make(DEFAULT, expert_action_noise=0.0)
+    quiet.reset(seed=3)
+    assert quiet.expert_turn() == right
+
+    # play a noisy turn whose digit is wrong, then the noiseless expert's next turn starts with the fix
+    half = agentbench_af.make(DEFAULT, expert_action_noise=1.0)
+    half.reset(seed=3)
+    half.step(ans(*drawn_turn.actions))
+    wrong = [a for a, b in zip(drawn_turn.actions, right.actions, strict=True) if a != b]
+    assert wrong  # seed 3's first draws put at least one wrong digit
+    half.variant = dataclasses.replace(half.variant, expert_action_noise=0.0)
+    r, c, n = wrong[0].split(",")
+    assert half.expert_turn().reasoning.startswith(f"The {n} at row {r} col {c} is wrong; it must be ")
+    with pytest.raises(ValueError):
+        SudokuVariant(expert_action_noise=1.5)
