@@ -11,8 +11,7 @@ erasing a cell, pencil marks, and a failure state (a wrong grid can always be fi
 from __future__ import annotations
 
 from agentbench_af.api import ActionOutcome, ExpertTurn, TextEnv, Variant
-from agentbench_af.api.types import action_noise_draws
-from agentbench_af.environments.sudoku.expert import expert_moves
+from agentbench_af.environments.sudoku.expert import expert_moves, noisy_digits
 from agentbench_af.environments.sudoku.generator import generate_puzzle
 from agentbench_af.environments.sudoku.grid import CELLS, COL_OF, ROW_OF, SIZE, cell_name
 from agentbench_af.environments.sudoku.text import conflicts, parse_placement, render
@@ -98,11 +97,7 @@ class SudokuEnv(TextEnv[SudokuVariant]):
                              self.variant.expert_reasoning, keyed=self.variant.board == "keyed")
         if not moves:
             return ExpertTurn(reasoning="The grid is solved.")
-        digits = [n for _, n, _ in moves]
-        if self.variant.expert_action_noise:
-            replace, drawn = action_noise_draws(self.variant.expert_action_noise, len(moves), SIZE, self.seed_used,
-                                                self.turn)
-            digits = [int(d) + 1 if r else n for n, r, d in zip(digits, replace, drawn, strict=True)]
+        digits = noisy_digits([n for _, n, _ in moves], self.variant.expert_action_noise, self.seed_used, self.turn)
         actions = tuple(f"{ROW_OF[i] + 1},{COL_OF[i] + 1},{n}" for (i, _, _), n in zip(moves, digits, strict=True))
         return ExpertTurn(reasoning=" ".join(reason for _, _, reason in moves), actions=actions)
 

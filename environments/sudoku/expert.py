@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from agentbench_af.api.types import action_noise_draws
 from agentbench_af.environments.sudoku.grid import (
     BIT,
     BOXES,
@@ -25,6 +26,7 @@ from agentbench_af.environments.sudoku.grid import (
     POPCOUNT,
     ROW_OF,
     ROWS,
+    SIZE,
     UNITS_OF,
     cell_name,
 )
@@ -169,3 +171,12 @@ def expert_moves(
         known[i] = solution[i]
         moves.append((i, solution[i], sentence))
     return moves
+
+
+def noisy_digits(digits: Sequence[int], p: float, seed: int | None, turn: int) -> list[int]:
+    """`digits`, each replaced with probability `p` by a uniformly drawn digit 1-`SIZE` (possibly the same); the
+    draws depend only on (episode seed, turn), as the other experts' noise does."""
+    if p == 0.0 or not digits:
+        return list(digits)
+    replace, drawn = action_noise_draws(p, len(digits), SIZE, seed, turn)
+    return [int(d) + 1 if r else n for n, r, d in zip(digits, replace, drawn, strict=True)]

@@ -2,6 +2,7 @@
 
 import dataclasses
 
+import numpy as np
 import pytest
 
 import agentbench_af
@@ -401,8 +402,6 @@ def test_noisy_expert_writes_drawn_digits_under_the_right_sentence_by_hand():
     """expert_action_noise=p: each placement's digit is, with probability p, 1 + a draw in 0..3 from the stream
     default_rng([seed, turn, 0xAC7]) (first n uniforms decide, then n integers); the sentence is unchanged, and
     the turn after a wrong digit fixes it first."""
-    import numpy as np
-
     clean = agentbench_af.make(DEFAULT)
     noisy = agentbench_af.make(DEFAULT, expert_action_noise=1.0)
     for env in (clean, noisy):
