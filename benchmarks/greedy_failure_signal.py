@@ -61,6 +61,7 @@ def groups_to_sample(greedy: Mapping[int, bool]) -> list[int]:
 def main() -> None:
     import dataclasses
 
+    import torch
     import yaml
 
     from agentbench_af.evaluate.evaluate import evaluate_policy
@@ -80,6 +81,7 @@ def main() -> None:
         parser.error("--episodes must be at least 1 and --group at least 2")
 
     cfg = train_config_from_dict(yaml.safe_load((args.run / "config.yaml").read_text()) or {})
+    torch.set_num_threads(cfg.run.threads)  # the run's own; more threads than free cores thrash beside other jobs
     policy_dir = args.run / args.policy
     if args.policy == "warm_start":
         policy_dir = saved_run.run_warm_start_dir(args.run, cfg) or policy_dir
