@@ -62,14 +62,12 @@ def main() -> None:
     import dataclasses
 
     import torch
-    import yaml
 
     from agentbench_af.evaluate.evaluate import evaluate_policy
     from agentbench_af.models.policy import Policy
     from agentbench_af.rollout.collect import collect_rollouts
     from agentbench_af.rollout.engine import TransformersEngine
     from agentbench_af.train.bookkeeping import saved_run
-    from agentbench_af.train.config import train_config_from_dict
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("run", type=Path, help="a run directory written by `train`")
@@ -80,12 +78,9 @@ def main() -> None:
     if args.episodes < 1 or args.group < 2:
         parser.error("--episodes must be at least 1 and --group at least 2")
 
-    cfg = train_config_from_dict(yaml.safe_load((args.run / "config.yaml").read_text()) or {})
+    cfg = saved_run.run_config(args.run)
     torch.set_num_threads(cfg.run.threads)  # the run's own; more threads than free cores thrash beside other jobs
-    policy_dir = args.run / args.policy
-    if args.policy == "warm_start":
-        policy_dir = saved_run.run_warm_start_dir(args.run, cfg) or policy_dir
-    policy = Policy.load(policy_dir)
+    policy = Policy.load(saved_run.named_policy_dir(args.run, cfg, args.policy))
     policy.lm.eval()
     engine = TransformersEngine(policy.lm, policy.pad_token_id, cfg.rollout.max_batch_size)
 

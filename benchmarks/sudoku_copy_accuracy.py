@@ -27,7 +27,6 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import torch
-import yaml
 
 from agentbench_af.environments.sudoku.grid import BOXES, COLS, ROWS
 from agentbench_af.environments.sudoku.text import CELL_KEYS
@@ -141,7 +140,7 @@ def main() -> None:
     from agentbench_af.rollout.engine import TransformersEngine
     from agentbench_af.rollout.to_batch import trajectories_to_batch
     from agentbench_af.train.bookkeeping import saved_run
-    from agentbench_af.train.config import demonstration_overrides, train_config_from_dict
+    from agentbench_af.train.config import demonstration_overrides
     from agentbench_af.train.warm.demos import demonstration_trajectories
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -152,14 +151,11 @@ def main() -> None:
     parser.add_argument("--demos", type=int, default=128, help="expert demonstrations of evaluation puzzles")
     args = parser.parse_args()
 
-    cfg = train_config_from_dict(yaml.safe_load((args.run / "config.yaml").read_text()) or {})
+    cfg = saved_run.run_config(args.run)
     if not cfg.env.id.startswith("Sudoku") or cfg.env.overrides.get("board") != "keyed":
         raise SystemExit(f"{args.run}: needs a Sudoku run with env.overrides.board=keyed, got {cfg.env.id} "
                          f"{cfg.env.overrides}")
-    policy_dir = args.run / args.policy
-    if args.policy == "warm_start":
-        policy_dir = saved_run.run_warm_start_dir(args.run, cfg) or policy_dir
-    policy = Policy.load(policy_dir)
+    policy = Policy.load(saved_run.named_policy_dir(args.run, cfg, args.policy))
     policy.lm.eval()
 
     engine = TransformersEngine(policy.lm, policy.pad_token_id, cfg.rollout.max_batch_size)

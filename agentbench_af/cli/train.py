@@ -124,9 +124,7 @@ def eval_command(
         raise _fail(f"--rollout: {exc}") from exc
     if policy_name not in ("final_policy", "warm_start"):
         raise _fail(f"--policy must be final_policy or warm_start, got {policy_name!r}")
-    policy_dir = run_dir / policy_name
-    if policy_name == "warm_start":  # its own, else the one it branched from
-        policy_dir = saved_run.run_warm_start_dir(run_dir, cfg) or policy_dir
+    policy_dir = saved_run.named_policy_dir(run_dir, cfg, policy_name)
     if not policy_dir.exists():
         hint = "is the run finished? try `train --resume`" if policy_name == "final_policy" else \
             f"nor its run.init_from {cfg.run.init_from}" if cfg.run.init_from else "and no run.init_from"

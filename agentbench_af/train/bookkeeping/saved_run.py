@@ -3,6 +3,7 @@
     cfg = run_config(run_dir)                    # TrainConfig from config.yaml (ValueError: not a run dir)
     paths = saved_rollout_paths(run_dir)         # rollouts/step-*.pt, by step
     policy_dir = run_policy_dir(run_dir, cfg)    # final_policy, else warm_start, else run.init_from
+    policy_dir = named_policy_dir(run_dir, cfg, "warm_start")  # its own, else the run.init_from it branched from
     cfg = config_near_policy(policy_dir)         # the run config of a run's final_policy / warm_start
 Errors are ValueErrors with one line of text. Left out: runs of other harnesses.
 """
@@ -49,6 +50,14 @@ def run_warm_start_dir(run_dir: Path, cfg: TrainConfig) -> Path | None:
     """The run's own warm start, else the `run.init_from` it branched from; None when neither is a model."""
     candidates = [run_dir / "warm_start"] + ([Path(cfg.run.init_from)] if cfg.run.init_from else [])
     return next((p for p in candidates if is_model_dir(p)), None)
+
+
+def named_policy_dir(run_dir: Path, cfg: TrainConfig, name: str) -> Path:
+    """`<run>/<name>`; for "warm_start" the run's own warm start, else the `run.init_from` it branched from
+    (`<run>/warm_start` when neither is a model, for the caller's "not found")."""
+    if name == "warm_start":
+        return run_warm_start_dir(run_dir, cfg) or run_dir / name
+    return run_dir / name
 
 
 def config_near_policy(policy_dir: Path) -> TrainConfig | None:
