@@ -2,9 +2,10 @@
 
 Plays a run's policy greedily on the first `--episodes` evaluation seeds, then samples a group of `--group`
 rollouts at T = 1 on every seed the greedy policy failed and on as many seeds it solved (the first ones), as an
-RL step samples a group. For each side it counts the groups with mixed outcomes (a non-zero group-relative
-advantage, so a gradient), all failed and all solved, and the success rate of the samples. If the greedy
-failures sit in groups that all fail, RL at T = 1 has no signal on them, whatever the method.
+RL step samples a group. For each side it counts the groups with mixed outcomes (a group-relative advantage
+that rewards the success), all failed and all solved, and the success rate of the samples. If the greedy
+failures sit in groups that all fail, RL at T = 1 has no signal towards solving them, whatever the method
+(a shaped reward may still separate the failures, e.g. by cells filled on Sudoku).
 
     python benchmarks/greedy_failure_signal.py RUN --policy final_policy --episodes 256 --group 8
     python benchmarks/greedy_failure_signal.py RUN --policy warm_start --episodes 256 --group 8
@@ -97,7 +98,7 @@ def main() -> None:
 
     print(f"{cfg.env.id} {args.policy}: greedy success {result.success:.3f} on {result.episodes} seeds; "
           f"groups of {args.group} at T = 1")
-    print("| seeds | groups | mixed outcomes (a signal) | all failed | all solved | T = 1 success of the samples |")
+    print("| seeds | groups | mixed outcomes (a success signal) | all failed | all solved | T = 1 success of the samples |")
     print("|---|---|---|---|---|---|")
     for r in signal_rows(greedy, samples):
         print(f"| {r.label} | {r.groups} | {r.mixed} | {r.all_failed} | {r.all_solved} | {r.sampled_success:.1%} |")
