@@ -23,6 +23,14 @@ from agentbench_af.formats.parse import parse_response
 V = TypeVar("V", bound=Variant)
 
 
+def draw_option(options: dict[str, Any] | None) -> int:
+    """`reset`'s `options["draw"]` (0 when absent): a non-negative int, else `ValueError` naming it."""
+    draw = (options or {}).get("draw", 0)
+    if isinstance(draw, bool) or not isinstance(draw, (int, np.integer)) or draw < 0:
+        raise ValueError(f"reset option 'draw' must be a non-negative int, got {draw!r}")
+    return int(draw)
+
+
 class TextEnv(gym.Env[str, str], ABC, Generic[V]):
     """A multi-turn text environment. `step(text)` takes the model's whole response for one turn."""
 
@@ -41,6 +49,7 @@ class TextEnv(gym.Env[str, str], ABC, Generic[V]):
         self._turn = 0
         self._actions_used = 0
         self._started = False
+        self._draw = 0  # reset(options={'draw': k}): which demonstration of the seed (see `draws_vary`)
 
     # ----------------------------------------------------------------- what subclasses implement
     @abstractmethod
@@ -58,6 +67,13 @@ class TextEnv(gym.Env[str, str], ABC, Generic[V]):
     @property
     @abstractmethod
     def is_success(self) -> bool: ...
+
+    @property
+    def draws_vary(self) -> bool:
+        """Whether `reset(seed=s, options={"draw": k})` plays another game for each k (a random choice beyond
+        the seed's, such as WebShop's `relabel_ids` permutation; `sft.demo_draws`). False here: the draw is
+        ignored and every draw of a seed is the same game."""
+        return False
 
     @property
     def is_failure(self) -> bool:
@@ -92,6 +108,7 @@ class TextEnv(gym.Env[str, str], ABC, Generic[V]):
             lo, hi = self.variant.train_seeds
             seed = int(self.np_random.integers(lo, hi))
         self._seed = int(seed)
+        self._draw = draw_option(options)
         self._turn = 0
         self._actions_used = 0
         self._started = True

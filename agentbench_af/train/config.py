@@ -192,10 +192,17 @@ class SFTConfig:
     #: variant fields for the demonstration episodes only, over `env.overrides` (e.g. {relabel_ids: true} on
     #: WebShop: ids the policy must copy off the page); evaluation and RL play `env.overrides` alone. Unset: none
     env_overrides: dict[str, Any] | None = field(default=None, metadata=OMIT_WHEN_UNSET)
+    #: expert episodes per drawn seed, the k-th played with `reset(options={"draw": k})`, for environments
+    #: whose game differs by draw (`TextEnv.draws_vary`; WebShop with relabel_ids: a new id permutation each
+    #: draw, so the id to click cannot be memorised per goal). Unset: 1
+    demo_draws: int | None = field(default=None, metadata=OMIT_WHEN_UNSET)
 
     def __post_init__(self) -> None:
         check_choices(self, "sft")
         _check_counts(self, "sft", ("lr",), steps=0, batch_size=1, warmup_steps=0, episodes=1, micro_batch_rows=0)
+        if self.demo_draws is not None and (isinstance(self.demo_draws, bool) or not isinstance(self.demo_draws, int)
+                                            or self.demo_draws < 1):
+            raise ConfigError(f"sft.demo_draws must be an int >= 1 (or unset), got {self.demo_draws!r}")
 
 
 @dataclass(frozen=True)

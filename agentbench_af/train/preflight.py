@@ -20,6 +20,7 @@ def check_runnable(cfg: TrainConfig) -> None:
     import agentbench_af
     from agentbench_af.evaluate.evaluate import eval_seeds
     from agentbench_af.train.device import resolve_device
+    from agentbench_af.train.warm.demos import check_draws_vary
 
     try:
         agentbench_af.make(cfg.env.id, **cfg.env.overrides)
@@ -30,6 +31,11 @@ def check_runnable(cfg: TrainConfig) -> None:
             agentbench_af.make(cfg.env.id, **demonstration_overrides(cfg))
         except (KeyError, TypeError, ValueError, ImportError) as exc:
             raise ConfigError(f"sft.env_overrides: {exc.args[0] if exc.args else exc}") from exc
+    if cfg.sft.steps > 0:
+        try:
+            check_draws_vary(cfg.env.id, demonstration_overrides(cfg), cfg.sft.demo_draws or 1)
+        except ValueError as exc:
+            raise ConfigError(f"sft.demo_draws: {exc}") from exc
     if not cfg.model.path:
         from agentbench_af.models.names import is_named_model, model_names
         from agentbench_af.models.packaged import PACKAGED_MODELS, gguf_sha256

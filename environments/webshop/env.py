@@ -87,9 +87,15 @@ class WebShopEnv(TextEnv[WebShopVariant]):
         self._s = Session()
         if self.variant.relabel_ids:
             ids = [p.asin for p in self.catalogue.products]
-            drawn = np.random.default_rng([seed, _RELABEL_STREAM]).permutation(len(ids))
+            key = [seed, _RELABEL_STREAM] + ([self._draw] if self._draw else [])  # draw 0: the seed's own
+            drawn = np.random.default_rng(key).permutation(len(ids))
             self._shown = {real: ids[int(j)] for real, j in zip(ids, drawn, strict=True)}
             self._real = {shown: real for real, shown in self._shown.items()}
+
+    @property
+    def draws_vary(self) -> bool:
+        """Under `relabel_ids` each draw of a seed shows the ids under another permutation (`sft.demo_draws`)."""
+        return bool(self.variant.relabel_ids)
 
     def _label(self, asin: str) -> str:
         """How the page shows product `asin`."""

@@ -220,3 +220,24 @@ def test_relabel_ids_renames_products_per_seed_and_changes_nothing_else():
             _, _, turns, _ = expert_episode(e, seed)
             outcomes.append((e.score, turns))
         assert outcomes[0] == outcomes[1]
+
+
+def test_each_draw_of_a_seed_gets_its_own_relabelling_and_draw_0_is_the_seeds_own():
+    env = agentbench_af.make("WebShop-mini-v0", relabel_ids=True)
+    assert env.draws_vary and not agentbench_af.make("WebShop-mini-v0").draws_vary
+
+    def labels(**reset_kwargs):
+        env.reset(seed=100, **reset_kwargs)
+        return {a: env._label(a) for a in env.catalogue.by_asin}
+
+    own = labels()
+    assert labels(options={"draw": 0}) == own  # warm starts built before draws existed keep their ids
+    first, second = labels(options={"draw": 1}), labels(options={"draw": 2})
+    assert len({tuple(sorted(m.items())) for m in (own, first, second)}) == 3  # three permutations
+    assert labels(options={"draw": 1}) == first  # a draw is a seed: the same every time
+    assert sorted(first.values()) == sorted(first)  # still of the catalogue's own ids
+    env.reset(seed=100, options={"draw": 1})
+    assert env.goal is env.catalogue.goals[100]  # the goal is the seed's; only the names differ
+    for bad in (-1, 1.5, "1", True):
+        with pytest.raises(ValueError, match="reset option 'draw'"):
+            env.reset(seed=100, options={"draw": bad})

@@ -19,6 +19,13 @@ from agentbench_af.rollout.collect import build_context, stable_hash
 from agentbench_af.rollout.types import RolloutConfig, Trajectory, TurnRecord
 
 
+def check_draws_vary(env_id: str, env_kwargs: dict | None, draws: int) -> None:
+    """`ValueError` when `draws` > 1 episodes of a seed would all be the same game (`TextEnv.draws_vary`)."""
+    if draws > 1 and not agentbench_af.make(env_id, **(env_kwargs or {})).draws_vary:
+        raise ValueError(f"{draws} draws of a seed are the same game on {env_id} with {env_kwargs or {}}, so the "
+                         f"demonstrations would repeat; use 1 (on WebShop, draws differ with relabel_ids=true)")
+
+
 def demonstration_trajectories(
     env_id: str,
     seeds: Sequence[int],
@@ -26,13 +33,16 @@ def demonstration_trajectories(
     chat: ChatFormat,
     cfg: RolloutConfig,
     env_kwargs: dict | None = None,
+    draws: int = 1,
 ) -> list[Trajectory]:
-    """One expert episode per seed, as trajectories (group = index of the seed)."""
+    """`draws` expert episodes per seed, the k-th reset with `options={"draw": k}` (one group each, numbered in
+    order: seed by seed, draw by draw)."""
+    check_draws_vary(env_id, env_kwargs, draws)
     eot = list(chat.end_of_turn_ids)[:1]
     trajs = []
-    for group, seed in enumerate(seeds):
+    for group, (seed, draw) in enumerate((s, k) for s in seeds for k in range(draws)):
         env = agentbench_af.make(env_id, **(env_kwargs or {}))
-        obs, _ = env.reset(seed=int(seed))
+        obs, _ = env.reset(seed=int(seed), options={"draw": draw} if draw else None)
         traj = Trajectory(env_id=env_id, seed=int(seed), group=group, system_prompt=env.system_prompt())
         done = False
         while not done:

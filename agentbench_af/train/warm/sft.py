@@ -145,7 +145,8 @@ def sft_warm_start(
     rng = np.random.default_rng([cfg.warm_start_seed, 1])
     seeds = draw_train_seeds(env, cfg.sft.episodes, rng)
     trajs = demonstration_trajectories(
-        cfg.env.id, seeds, tokenizer, chat, cfg.rollout, demonstration_overrides(cfg)
+        cfg.env.id, seeds, tokenizer, chat, cfg.rollout, demonstration_overrides(cfg),
+        draws=cfg.sft.demo_draws or 1,
     )
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else chat.end_of_turn_ids[0]
     data = trajectories_to_batch(trajs, cfg.rollout.context_mode, pad)
