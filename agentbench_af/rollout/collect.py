@@ -76,14 +76,16 @@ def collect_rollouts(
     cfg: RolloutConfig,
     env_kwargs: dict | None = None,
     progress: Callable[[int], object] | None = None,
+    reset_options: dict | None = None,
 ) -> list[Trajectory]:
-    """Run `cfg.group_size` rollouts for each seed; group i holds the rollouts of `seeds[i]`."""
+    """Run `cfg.group_size` rollouts for each seed; group i holds the rollouts of `seeds[i]`. `reset_options`
+    go to every `env.reset` (e.g. {"draw": k}, docs/environments.md)."""
     env_kwargs = env_kwargs or {}
     envs, trajs, messages = [], [], []
     for group, seed in enumerate(seeds):
         for _ in range(cfg.group_size):
             env = agentbench_af.make(env_id, **env_kwargs)
-            obs, info = env.reset(seed=int(seed))
+            obs, info = env.reset(seed=int(seed), options=reset_options)
             traj = Trajectory(env_id=env_id, seed=int(seed), group=group, system_prompt=env.system_prompt())
             envs.append(env)
             trajs.append(traj)
