@@ -65,9 +65,7 @@ def main() -> None:
     import torch
 
     from agentbench_af.evaluate.evaluate import evaluate_policy
-    from agentbench_af.models.policy import Policy
     from agentbench_af.rollout.collect import collect_rollouts
-    from agentbench_af.rollout.engine import TransformersEngine
     from agentbench_af.train.bookkeeping import saved_run
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -81,9 +79,7 @@ def main() -> None:
 
     cfg = saved_run.run_config(args.run)
     torch.set_num_threads(cfg.run.threads)  # the run's own; more threads than free cores thrash beside other jobs
-    policy = Policy.load(saved_run.named_policy_dir(args.run, cfg, args.policy))
-    policy.lm.eval()
-    engine = TransformersEngine(policy.lm, policy.pad_token_id, cfg.rollout.max_batch_size)
+    policy, engine = saved_run.load_for_play(args.run, cfg, args.policy)
 
     result, trajs = evaluate_policy(engine, policy.tokenizer, policy.chat, cfg.env.id, args.episodes, 0.0,
                                     cfg.rollout, cfg.env.overrides)

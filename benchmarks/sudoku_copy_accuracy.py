@@ -136,8 +136,6 @@ def teacher_forced(lm: torch.nn.Module, pieces_of: Sequence[Sequence[str]], data
 
 def main() -> None:
     from agentbench_af.evaluate.evaluate import eval_seeds, evaluate_policy
-    from agentbench_af.models.policy import Policy
-    from agentbench_af.rollout.engine import TransformersEngine
     from agentbench_af.rollout.to_batch import trajectories_to_batch
     from agentbench_af.train.bookkeeping import saved_run
     from agentbench_af.train.config import demonstration_overrides
@@ -155,10 +153,7 @@ def main() -> None:
     if not cfg.env.id.startswith("Sudoku") or cfg.env.overrides.get("board") != "keyed":
         raise SystemExit(f"{args.run}: needs a Sudoku run with env.overrides.board=keyed, got {cfg.env.id} "
                          f"{cfg.env.overrides}")
-    policy = Policy.load(saved_run.named_policy_dir(args.run, cfg, args.policy))
-    policy.lm.eval()
-
-    engine = TransformersEngine(policy.lm, policy.pad_token_id, cfg.rollout.max_batch_size)
+    policy, engine = saved_run.load_for_play(args.run, cfg, args.policy)
     result, trajs = evaluate_policy(engine, policy.tokenizer, policy.chat, cfg.env.id, args.episodes,
                                     args.temperature, cfg.rollout, cfg.env.overrides)
     print(f"{cfg.env.id} {args.policy} at T = {args.temperature:g}: success {result.success:.3f}, "

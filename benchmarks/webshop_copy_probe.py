@@ -41,9 +41,7 @@ def main() -> None:
 
     import torch
 
-    from agentbench_af.models.policy import Policy
     from agentbench_af.rollout.collect import collect_rollouts
-    from agentbench_af.rollout.engine import TransformersEngine
     from agentbench_af.train.bookkeeping import saved_run
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -58,9 +56,7 @@ def main() -> None:
         parser.error("--goals must be at least 1")
 
     torch.set_num_threads(cfg.run.threads)
-    policy = Policy.load(saved_run.named_policy_dir(args.run, cfg, args.policy))
-    policy.lm.eval()
-    engine = TransformersEngine(policy.lm, policy.pad_token_id, cfg.rollout.max_batch_size)
+    policy, engine = saved_run.load_for_play(args.run, cfg, args.policy)
     import agentbench_af
 
     lo, _ = agentbench_af.make(cfg.env.id, **cfg.env.overrides).variant.train_seeds

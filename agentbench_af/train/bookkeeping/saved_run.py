@@ -15,7 +15,8 @@ from pathlib import Path
 import yaml
 
 from agentbench_af.config import ConfigError
-from agentbench_af.models.policy import is_model_dir
+from agentbench_af.models.policy import Policy, is_model_dir
+from agentbench_af.rollout.engine import TransformersEngine
 from agentbench_af.train.config import TrainConfig, train_config_from_dict
 
 
@@ -58,6 +59,14 @@ def named_policy_dir(run_dir: Path, cfg: TrainConfig, name: str) -> Path:
     if name == "warm_start":
         return run_warm_start_dir(run_dir, cfg) or run_dir / name
     return run_dir / name
+
+
+def load_for_play(run_dir: Path, cfg: TrainConfig, name: str) -> tuple[Policy, TransformersEngine]:
+    """The run's `name` policy (`named_policy_dir`) in eval mode, and an engine that plays it at the run's
+    `rollout.max_batch_size`."""
+    policy = Policy.load(named_policy_dir(run_dir, cfg, name))
+    policy.lm.eval()
+    return policy, TransformersEngine(policy.lm, policy.pad_token_id, cfg.rollout.max_batch_size)
 
 
 def config_near_policy(policy_dir: Path) -> TrainConfig | None:
