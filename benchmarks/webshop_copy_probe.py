@@ -2,7 +2,8 @@
 
 Plays a run's warm start (or final policy) greedily on training goals under three namings of the products:
 the real ids, the ids its demonstrations showed (`relabel_ids`, draw 0: the seed's own permutation, which is what
-one demonstration per goal shows) and a permutation it never saw (`relabel_ids`, draw 1). A policy that copies
+one demonstration per goal shows) and a permutation it never saw (`relabel_ids`, the first draw past
+`sft.demo_draws`). For a run trained on the real ids both permutations are new to it, and the rows say so. A policy that copies
 does as well under every naming; one that recalls each goal's id does well only under the naming it was trained
 on. For each naming it prints success and where the clicks on a results page land: the first listed result,
 another listed one, or an id the page does not list.
@@ -36,6 +37,20 @@ def click_place(page: str, response: str) -> str | None:
     return "another listed result" if clicked.group(1) in listed else "not on the page"
 
 
+def probe_namings(trained_relabelled: bool, demo_draws: int) -> list[tuple[str, dict, dict | None]]:
+    """The namings played: (row label, env overrides, reset options). Under `relabel_ids` with `sft.demo_draws=N`
+    its demonstrations showed draws 0..N-1, so the unseen permutation is draw N; a run trained on the real ids has
+    seen no permutation, and its draw 0 and draw 1 are both new to it."""
+    relabel = {"relabel_ids": True}
+    if not trained_relabelled:
+        return [("real ids", {}, None), ("a permutation never seen (draw 0)", relabel, None),
+                ("a permutation never seen (draw 1)", relabel, {"draw": 1})]
+    shown = "the demonstrations' permutation (draw 0)" if demo_draws == 1 else \
+        f"a permutation its demonstrations showed (draw 0 of 0-{demo_draws - 1})"
+    return [("real ids", {}, None), (shown, relabel, None),
+            (f"a permutation never seen (draw {demo_draws})", relabel, {"draw": demo_draws})]
+
+
 def main() -> None:
     import dataclasses
 
@@ -55,6 +70,8 @@ def main() -> None:
     if args.goals < 1:
         parser.error("--goals must be at least 1")
 
+    demo_overrides = {**cfg.env.overrides, **(cfg.sft.env_overrides or {})}  # what its demonstrations played
+    trained_relabelled = bool(demo_overrides.get("relabel_ids", False))
     torch.set_num_threads(cfg.run.threads)
     policy, engine = saved_run.load_for_play(args.run, cfg, args.policy)
     import agentbench_af
@@ -62,8 +79,7 @@ def main() -> None:
     lo, _ = agentbench_af.make(cfg.env.id, **cfg.env.overrides).variant.train_seeds
     seeds = list(range(lo, lo + args.goals))
     greedy = dataclasses.replace(cfg.rollout, group_size=1, temperature=0.0)
-    namings = (("real ids", {}, None), ("the demonstrations' permutation (draw 0)", {"relabel_ids": True}, None),
-               ("a new permutation (draw 1)", {"relabel_ids": True}, {"draw": 1}))
+    namings = probe_namings(trained_relabelled, cfg.sft.demo_draws or 1)
     print(f"{cfg.env.id} {args.policy}, greedy, training goals {seeds[0]}-{seeds[-1]}")
     print("| naming | success | results-page clicks | first result | another listed | not on the page |")
     print("|---|---|---|---|---|---|")

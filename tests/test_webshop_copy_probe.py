@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import bench_scripts  # noqa: F401  (puts benchmarks/ on sys.path)
-from webshop_copy_probe import click_place
+from webshop_copy_probe import click_place, probe_namings
 
 PAGE = ('Turn 2:\nInstruction: i need socks\nPage: results for "socks" (page 1 of 5, 50 items)\n'
         "B0708 | Noelle Socks | $20.00\nB0415 | Gaton Socks | $22.53\nB0282 | Karix Socks | $29.23\n")
@@ -25,3 +25,14 @@ def test_ids_before_the_results_page_are_not_listed():
     page = "Invalid: no button 'B0465' on the results page\n" + PAGE
     assert click_place(page, "<answer>click[B0465]</answer>") == "not on the page"
     assert click_place("Page: item B0708\n", "<answer>click[B0708]</answer>") == "not on the page"
+
+
+
+def test_the_unseen_permutation_is_the_first_draw_past_the_demonstrations():
+    relabel = {"relabel_ids": True}
+    assert probe_namings(True, 1) == [("real ids", {}, None), ("the demonstrations' permutation (draw 0)", relabel, None),
+                                      ("a permutation never seen (draw 1)", relabel, {"draw": 1})]
+    assert probe_namings(True, 20)[1:] == [("a permutation its demonstrations showed (draw 0 of 0-19)", relabel, None),
+                                           ("a permutation never seen (draw 20)", relabel, {"draw": 20})]
+    assert probe_namings(False, 1)[1:] == [("a permutation never seen (draw 0)", relabel, None),
+                                           ("a permutation never seen (draw 1)", relabel, {"draw": 1})]
