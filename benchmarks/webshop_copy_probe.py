@@ -3,9 +3,9 @@
 Plays a run's warm start (or final policy) greedily on training goals under three namings of the products:
 the real ids, the ids its demonstrations showed (`relabel_ids`, draw 0: the seed's own permutation, which is what
 one demonstration per goal shows) and a permutation it never saw (`relabel_ids`, the first draw past
-`sft.demo_draws`). For a run trained on the real ids both permutations are new to it, and the rows say so. A policy that copies
-does as well under every naming; one that recalls each goal's id does well only under the naming it was trained
-on. For each naming it prints success and where the clicks on a results page land: the first listed result,
+`sft.demo_draws`); for a run trained on the real ids both permutations are new, and the rows say so. A policy that
+copies does as well under every naming; one that recalls each goal's id does well only under the naming it was
+trained on. For each naming it prints success and where the clicks on a results page land: the first listed result,
 another listed one, or an id the page does not list.
 
     python benchmarks/webshop_copy_probe.py RUN --policy warm_start --goals 30

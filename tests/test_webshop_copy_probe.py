@@ -27,7 +27,6 @@ def test_ids_before_the_results_page_are_not_listed():
     assert click_place("Page: item B0708\n", "<answer>click[B0708]</answer>") == "not on the page"
 
 
-
 def test_the_unseen_permutation_is_the_first_draw_past_the_demonstrations():
     relabel = {"relabel_ids": True}
     assert probe_namings(True, 1) == [("real ids", {}, None), ("the demonstrations' permutation (draw 0)", relabel, None),
