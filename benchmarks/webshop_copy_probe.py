@@ -58,6 +58,7 @@ def main() -> None:
 
     from agentbench_af.rollout.collect import collect_rollouts
     from agentbench_af.train.bookkeeping import saved_run
+    from agentbench_af.train.config import demonstration_overrides
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("run", type=Path, help="a WebShop run directory written by `train`")
@@ -70,8 +71,7 @@ def main() -> None:
     if args.goals < 1:
         parser.error("--goals must be at least 1")
 
-    demo_overrides = {**cfg.env.overrides, **(cfg.sft.env_overrides or {})}  # what its demonstrations played
-    trained_relabelled = bool(demo_overrides.get("relabel_ids", False))
+    trained_relabelled = bool(demonstration_overrides(cfg).get("relabel_ids", False))
     torch.set_num_threads(cfg.run.threads)
     policy, engine = saved_run.load_for_play(args.run, cfg, args.policy)
     import agentbench_af
