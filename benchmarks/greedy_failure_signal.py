@@ -62,8 +62,6 @@ def groups_to_sample(greedy: Mapping[int, bool]) -> list[int]:
 def main() -> None:
     import dataclasses
 
-    import torch
-
     from agentbench_af.evaluate.evaluate import evaluate_policy
     from agentbench_af.rollout.collect import collect_rollouts
     from agentbench_af.train.bookkeeping import saved_run
@@ -77,8 +75,10 @@ def main() -> None:
     if args.episodes < 1 or args.group < 2:
         parser.error("--episodes must be at least 1 and --group at least 2")
 
-    cfg = saved_run.run_config(args.run)
-    torch.set_num_threads(cfg.run.threads)  # the run's own; more threads than free cores thrash beside other jobs
+    try:
+        cfg = saved_run.run_config(args.run)
+    except ValueError as exc:  # no such folder, or no config.yaml in it
+        parser.error(str(exc))
     policy, engine = saved_run.load_for_play(args.run, cfg, args.policy)
 
     result, trajs = evaluate_policy(engine, policy.tokenizer, policy.chat, cfg.env.id, args.episodes, 0.0,

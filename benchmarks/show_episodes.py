@@ -45,9 +45,11 @@ def main() -> None:
         parser.error("--episodes must be at least 1")
     if args.temperature < 0:
         parser.error("--temperature must be 0 (greedy) or more")
-    cfg = saved_run.run_config(args.run)
+    try:
+        cfg = saved_run.run_config(args.run)
+    except ValueError as exc:  # no such folder, or no config.yaml in it
+        parser.error(str(exc))
 
-    torch.set_num_threads(cfg.run.threads)
     torch.manual_seed(cfg.run.seed)
     policy, engine = saved_run.load_for_play(args.run, cfg, args.policy)
     seeds = eval_seeds(cfg.env.id, args.episodes, cfg.env.overrides)

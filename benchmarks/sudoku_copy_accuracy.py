@@ -149,7 +149,10 @@ def main() -> None:
     parser.add_argument("--demos", type=int, default=128, help="expert demonstrations of evaluation puzzles")
     args = parser.parse_args()
 
-    cfg = saved_run.run_config(args.run)
+    try:
+        cfg = saved_run.run_config(args.run)
+    except ValueError as exc:  # no such folder, or no config.yaml in it
+        parser.error(str(exc))
     if not cfg.env.id.startswith("Sudoku") or cfg.env.overrides.get("board") != "keyed":
         raise SystemExit(f"{args.run}: needs a Sudoku run with env.overrides.board=keyed, got {cfg.env.id} "
                          f"{cfg.env.overrides}")

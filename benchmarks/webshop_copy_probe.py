@@ -54,8 +54,6 @@ def probe_namings(trained_relabelled: bool, demo_draws: int) -> list[tuple[str, 
 def main() -> None:
     import dataclasses
 
-    import torch
-
     from agentbench_af.rollout.collect import collect_rollouts
     from agentbench_af.train.bookkeeping import saved_run
     from agentbench_af.train.config import demonstration_overrides
@@ -65,14 +63,16 @@ def main() -> None:
     parser.add_argument("--policy", choices=("final_policy", "warm_start"), default="warm_start")
     parser.add_argument("--goals", type=int, default=30, help="the first training goals played")
     args = parser.parse_args()
-    cfg = saved_run.run_config(args.run)
+    try:
+        cfg = saved_run.run_config(args.run)
+    except ValueError as exc:  # no such folder, or no config.yaml in it
+        parser.error(str(exc))
     if not cfg.env.id.startswith("WebShop"):
         parser.error(f"{args.run} is a {cfg.env.id} run; this probe reads WebShop's results pages")
     if args.goals < 1:
         parser.error("--goals must be at least 1")
 
     trained_relabelled = bool(demonstration_overrides(cfg).get("relabel_ids", False))
-    torch.set_num_threads(cfg.run.threads)
     policy, engine = saved_run.load_for_play(args.run, cfg, args.policy)
     import agentbench_af
 
