@@ -22,8 +22,13 @@ def resolve_device(cfg: TrainConfig) -> tuple[torch.device, torch.dtype | None]:
     return device, (torch.bfloat16 if want_bf16 else None)
 
 
-def use_device(cfg: TrainConfig) -> tuple[torch.device, torch.dtype | None]:
-    """Pin torch's thread count (`run.threads`, 0: all cores) and resolve the device."""
+def pin_threads(cfg: TrainConfig) -> None:
+    """Pin torch's thread count to `run.threads` (0: leave torch's default, all cores)."""
     if cfg.run.threads > 0:
         torch.set_num_threads(cfg.run.threads)
+
+
+def use_device(cfg: TrainConfig) -> tuple[torch.device, torch.dtype | None]:
+    """Pin torch's thread count (`run.threads`, 0: all cores) and resolve the device."""
+    pin_threads(cfg)
     return resolve_device(cfg)

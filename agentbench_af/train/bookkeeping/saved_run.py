@@ -18,7 +18,7 @@ from agentbench_af.config import ConfigError
 from agentbench_af.models.policy import Policy, is_model_dir
 from agentbench_af.rollout.engine import TransformersEngine
 from agentbench_af.train.config import TrainConfig, train_config_from_dict
-from agentbench_af.train.device import use_device
+from agentbench_af.train.device import pin_threads
 
 
 def _read_config(path: Path, key: str | None = None) -> TrainConfig:
@@ -64,8 +64,9 @@ def named_policy_dir(run_dir: Path, cfg: TrainConfig, name: str) -> Path:
 
 def load_for_play(run_dir: Path, cfg: TrainConfig, name: str) -> tuple[Policy, TransformersEngine]:
     """The run's `name` policy (`named_policy_dir`) in eval mode, and an engine that plays it at the run's
-    `rollout.max_batch_size`, with torch pinned to the run's `run.threads` (0: all cores)."""
-    use_device(cfg)
+    `rollout.max_batch_size`, on the CPU, with torch pinned to the run's `run.threads` (0: all cores); a run
+    trained with `run.device=cuda` is read here too."""
+    pin_threads(cfg)
     policy = Policy.load(named_policy_dir(run_dir, cfg, name))
     policy.lm.eval()
     return policy, TransformersEngine(policy.lm, policy.pad_token_id, cfg.rollout.max_batch_size)
