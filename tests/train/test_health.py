@@ -9,7 +9,13 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from agentbench_af.train.bookkeeping.health import group_stats, health_metrics, z_of_flagged
+from agentbench_af.formats.roles import Role
+from agentbench_af.train.bookkeeping.health import (
+    group_stats,
+    health_metrics,
+    token_weight_metrics,
+    z_of_flagged,
+)
 from tests.credit.batch_factory import SampleSpec, build_batch
 
 
@@ -70,3 +76,17 @@ def test_group_stats_all_groups_with_spread():
     out = group_stats(torch.tensor([0.0, 10.0, -0.1, -0.2]), torch.tensor([0, 0, 1, 1]),
                       torch.tensor([False, True, False, False]))
     assert out == {"zero_adv_groups": 0.0, "no_success_groups": 0.5}
+
+
+def test_token_weight_metrics_by_hand():
+    batch = _batch()
+    # reasoning 0, action 2, format 0.5; prompt and padding 7 (not generated, so not counted)
+    weights = torch.full(batch.roles.shape, 7.0)
+    weights[batch.roles == Role.REASONING] = 0.0
+    weights[batch.roles == Role.ACTION] = 2.0
+    weights[batch.roles == Role.FORMAT] = 0.5
+    m = token_weight_metrics(weights, batch)
+    # generated: r r a f | r a | a | a -> (0 + 0 + 2 + 0.5 + 0 + 2 + 2 + 2) / 8, three of eight at 0
+    assert m == {"health/weight_mean": pytest.approx(8.5 / 8), "health/weight_zero_share": pytest.approx(3 / 8)}
+    empty = dataclasses.replace(batch, response_mask=torch.zeros_like(batch.response_mask))
+    assert token_weight_metrics(weights, empty) == {}

@@ -59,6 +59,9 @@ def test_the_shortcut_gives_the_same_update_as_the_scoring_pass(warm_start, samp
     assert metrics.keys() == metrics_s.keys()
     for key in metrics:
         assert metrics_s[key] == pytest.approx(metrics[key], rel=1e-5, abs=1e-6), key
+    # the update reports its token weights: GRPO weighs every generated token 1; ActFocus none 0, reasoning 0.1
+    assert metrics["health/weight_zero_share"] == 0.0
+    assert (metrics["health/weight_mean"] == pytest.approx(1.0)) == (method == "grpo")
     # on-policy: the ratio is exactly 1 with the shortcut
     assert metrics_s["clip_frac"] == 0.0 and metrics_s["approx_kl"] == 0.0 and metrics_s["ratio_max"] == 1.0
     for name, p in params.items():

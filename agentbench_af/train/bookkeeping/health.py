@@ -11,6 +11,9 @@ Pure functions of a scored `RolloutBatch` and its trajectories, merged into the 
 - `invalid_rate`: share of invalid turns; `tokens_per_turn`: mean generated tokens per turn;
 - `z_invalid`: mean within-group z-score of the return over trajectories with at least one invalid turn,
   in groups with spread (a positive value: the reward pays invalid turns relative to their group).
+- `weight_mean`, `weight_zero_share` (from the update, `token_weight_metrics`): the mean token weight of the
+  run's weighting over the generated tokens, and the share of those tokens it gives weight 0 (STAPO's
+  silenced tokens, CARL's excluded turns, action-only's reasoning).
 Metrics whose inputs are absent (no reference log-probs, no role tokens, no invalid trajectory in a
 group with spread) are left out of the dict rather than written as a placeholder. Under data
 parallelism they are this rank's share's (`distributed.reduce_row` keeps rank 0's).
@@ -66,6 +69,15 @@ def z_of_flagged(returns: torch.Tensor, groups: torch.Tensor, flagged: torch.Ten
         z = (r - r.mean()) / std  # (n,)
         zs.extend(float(v) for v in z[flagged[groups == g]])
     return sum(zs) / len(zs) if zs else None
+
+
+def token_weight_metrics(weights: torch.Tensor, batch: RolloutBatch) -> dict[str, float]:
+    """`health/weight_mean` and `health/weight_zero_share` of the token weights `weights` (B, T) over the
+    generated tokens of `batch` (this rank's rows); empty when there are none."""
+    w = weights[batch.response_mask].float()  # (M,)
+    if w.numel() == 0:
+        return {}
+    return {"health/weight_mean": float(w.mean()), "health/weight_zero_share": float((w == 0).float().mean())}
 
 
 def health_metrics(batch: RolloutBatch, trajs: list) -> dict[str, float]:

@@ -30,6 +30,7 @@ import torch
 from agentbench_af.models.forward import score_batch
 from agentbench_af.rollout.batch import RolloutBatch
 from agentbench_af.rollout.engine import TransformersEngine
+from agentbench_af.train.bookkeeping.health import token_weight_metrics
 from agentbench_af.train.config import TrainConfig
 from agentbench_af.train.distributed.credit import rank_advantages, rank_token_weights
 from agentbench_af.train.distributed.ranks import SINGLE, Ranks, UpdateSync
@@ -116,8 +117,9 @@ def update(learner: Learner, batch: RolloutBatch, cfg: TrainConfig,
     s = update_settings(cfg, ctx)
     if not fuses_scoring(cfg, learner, ctx):
         scored = score(learner, batch, cfg, ctx.device)
-        return scored, ppo_update(learner.trained, learner.optimizer, scored, credit_for(scored, cfg, ctx.ranks), s,
-                                  ctx.generator)
+        credit = credit_for(scored, cfg, ctx.ranks)
+        metrics = ppo_update(learner.trained, learner.optimizer, scored, credit, s, ctx.generator)
+        return scored, {**metrics, **token_weight_metrics(credit.weights, scored)}
     # one epoch of one minibatch: every row, in the order ppo_update would draw
     params = Parameters.of(learner.trained)
     train_mode(learner.trained)
@@ -126,5 +128,7 @@ def update(learner: Learner, batch: RolloutBatch, cfg: TrainConfig,
     fwd = forward(learner.trained, mb, s)
     scored = _scored_by(batch, rows, fwd.logprobs, fwd.entropy, mb.response_mask)
     mb = replace(mb, old_logprobs=fwd.logprobs.detach() * mb.response_mask)  # (b, t): the ratio is 1
-    credit = credit_for(scored, cfg).rows(rows, mb.input_ids.shape[1], s.device)
-    return scored, mean_metrics(train_minibatch(learner.trained, params, learner.optimizer, mb, fwd, credit, s))
+    credit = credit_for(scored, cfg)
+    metrics = mean_metrics(train_minibatch(learner.trained, params, learner.optimizer, mb, fwd,
+                                           credit.rows(rows, mb.input_ids.shape[1], s.device), s))
+    return scored, {**metrics, **token_weight_metrics(credit.weights, scored)}
