@@ -16,7 +16,8 @@ Pure functions of a scored `RolloutBatch` and its trajectories, merged into the 
   silenced tokens, CARL's excluded turns, action-only's reasoning).
 Metrics whose inputs are absent (no reference log-probs, no role tokens, no invalid trajectory in a
 group with spread) are left out of the dict rather than written as a placeholder. Under data
-parallelism they are this rank's share's (`distributed.reduce_row` keeps rank 0's).
+parallelism they are this rank's share's (`distributed.reduce_row` keeps rank 0's); the two weight metrics
+travel with the update's metrics, which `reduce_metrics` averages over ranks.
 """
 
 from __future__ import annotations
