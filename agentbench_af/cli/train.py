@@ -107,7 +107,7 @@ def eval_command(
     from agentbench_af.evaluate.evaluate import evaluate_policy
     from agentbench_af.evaluate.invalid_turns import invalid_breakdown
     from agentbench_af.models.policy import Policy
-    from agentbench_af.rollout.engine import TransformersEngine
+    from agentbench_af.rollout.engine import SAMPLER_DTYPES, TransformersEngine
     from agentbench_af.train.bookkeeping import saved_run
     from agentbench_af.train.config import train_config_from_dict
 
@@ -130,7 +130,8 @@ def eval_command(
             f"nor its run.init_from {cfg.run.init_from}" if cfg.run.init_from else "and no run.init_from"
         raise _fail(f"{run_dir} has no {policy_name} ({hint})")
     policy = Policy.load(policy_dir)
-    engine = TransformersEngine(policy.lm, policy.pad_token_id, rollout.max_batch_size)
+    engine = TransformersEngine(policy.lm, policy.pad_token_id, rollout.max_batch_size,
+                                sample_dtype=SAMPLER_DTYPES[rollout.sampler_dtype])
     with tqdm(desc=f"eval {cfg.env.id}", unit="turn", disable=None, leave=False) as bar:  # on a terminal only
         result, trajs = evaluate_policy(
             engine, policy.tokenizer, policy.chat, cfg.env.id, episodes or cfg.eval.episodes,

@@ -36,7 +36,7 @@ from agentbench_af.models.policy import Policy
 from agentbench_af.rollout.batch import RolloutBatch
 from agentbench_af.rollout.collect import collect_rollouts
 from agentbench_af.rollout.concat import concat_batches
-from agentbench_af.rollout.engine import TransformersEngine
+from agentbench_af.rollout.engine import SAMPLER_DTYPES, TransformersEngine
 from agentbench_af.rollout.seeds import draw_train_seeds, part_seed
 from agentbench_af.rollout.to_batch import trajectories_to_batch
 from agentbench_af.rollout.types import RolloutConfig
@@ -80,7 +80,8 @@ def sample_batch(policy: Policy, spec: SampleSpec, device: torch.device | str = 
     env = agentbench_af.make(spec.env_id, **spec.env_kwargs)
     seeds = draw_train_seeds(env, spec.prompts, np.random.default_rng(spec.seed))
     size = spec.chunk_groups or spec.prompts
-    engine = TransformersEngine(policy.lm, policy.pad_token_id, spec.rollout.max_batch_size)
+    engine = TransformersEngine(policy.lm, policy.pad_token_id, spec.rollout.max_batch_size,
+                                sample_dtype=SAMPLER_DTYPES[spec.rollout.sampler_dtype])
     parts = []
     for index, start in enumerate(range(0, spec.prompts, size)):
         part = chunks.get(index) if chunks is not None else None

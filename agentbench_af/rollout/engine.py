@@ -9,6 +9,8 @@ rows leave the batch; one-token steps use `decode_attention`); otherwise with `m
 `SamplingParams` and `Generation`, which both engines import from there); `build_engine` picks one from a
 `RolloutConfig` (`rollout.engine`). After every optimizer update the loop calls `engine.updating(model)`
 around it (the transformers engine samples from `model` itself, so it only forgets stored prefixes).
+With `sample_dtype` (`rollout.sampler_dtype=bfloat16`) it samples from a copy of `model` in that dtype,
+refreshed from `model` at every call (`rollout.sampler_copy`).
 With `cache_keys` (one hashable per prompt, e.g. a trajectory id), `TransformersEngine` keeps each
 prompt's keys/values after generating and, on a later call with the same key, runs only the ids past
 the stored prefix (`rollout.prefix_cache`); engines may ignore the keys. Identical prompts of one call
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 import torch
 from torch import nn
@@ -37,7 +40,11 @@ from agentbench_af.rollout.prefix_cache import (
     take_rows,
 )
 from agentbench_af.rollout.sampler import sample_rows, tempered
+from agentbench_af.rollout.sampler_copy import low_precision_copy, refresh
 from agentbench_af.rollout.types import Generation, GenerationEngine, SamplingParams
+
+#: `rollout.sampler_dtype` -> the dtype of the transformers engine's sampling copy (None: the model itself)
+SAMPLER_DTYPES: dict[str, torch.dtype | None] = {"float32": None, "bfloat16": torch.bfloat16}
 
 
 def build_engine(cfg, model: nn.Module, pad_token_id: int, dtype: torch.dtype | None = None,
@@ -47,7 +54,7 @@ def build_engine(cfg, model: nn.Module, pad_token_id: int, dtype: torch.dtype | 
         from agentbench_af.rollout.vllm_engine import VLLMEngine
 
         return VLLMEngine(model, cfg.max_context_tokens, dtype, cfg.vllm_memory_fraction, cfg.vllm_kv_cache_gib, seed)
-    return TransformersEngine(model, pad_token_id, cfg.max_batch_size)
+    return TransformersEngine(model, pad_token_id, cfg.max_batch_size, sample_dtype=SAMPLER_DTYPES[cfg.sampler_dtype])
 
 
 class TransformersEngine:
@@ -55,9 +62,12 @@ class TransformersEngine:
 
     def __init__(
         self, model, pad_token_id: int, max_batch_size: int = 128, prefix_cache: bool = True,
-        static_cache: bool | None = None,
+        static_cache: bool | None = None, sample_dtype: torch.dtype | None = None,
     ) -> None:
         self.model = model
+        # what samples: `model`, or a copy in `sample_dtype` (when that differs from the model's own)
+        own = next(model.parameters()).dtype
+        self.sampler: Any = model if sample_dtype in (None, own) else low_precision_copy(model, sample_dtype)
         self.pad_token_id = int(pad_token_id)
         self.max_batch_size = max_batch_size
         self.prefix_cache = prefix_cache  # False: `cache_keys` are ignored (every prompt is prefilled)
@@ -96,10 +106,12 @@ class TransformersEngine:
             return []
         order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
         results: list[Generation | None] = [None] * len(prompts)
-        was_training = self.model.training
-        self.model.eval()
+        if self.sampler is not self.model:
+            refresh(self.sampler, self.model)
+        was_training = self.sampler.training
+        self.sampler.eval()
         try:
-            with decoding_attention(self.model):
+            with decoding_attention(self.sampler):
                 for start in range(0, len(order), self.max_batch_size):
                     chunk = order[start : start + self.max_batch_size]
                     chunk_keys = [keys[i] for i in chunk] if keys is not None else None
@@ -107,7 +119,7 @@ class TransformersEngine:
                     for i, out in zip(chunk, outs, strict=True):
                         results[i] = out
         finally:
-            self.model.train(was_training)
+            self.sampler.train(was_training)
         return [r for r in results if r is not None]
 
     def _generate_chunk(
@@ -117,12 +129,12 @@ class TransformersEngine:
         stop_ids: Sequence[int],
         keys: list[Hashable] | None = None,
     ) -> list[Generation]:
-        param = next(self.model.parameters())
+        param = next(self.sampler.parameters())
         device = param.device
         cached = [self.store.usable_length(k, p) for k, p in zip(keys, prompts, strict=True)] if keys else [0] * len(prompts)
         entries: list[PrefixEntry | None] = [self.store.get(k) for k in keys] if keys else [None] * len(prompts)
         if self.prefix_cache:  # the G rollouts of one prompt: run its ids once
-            shared = prefill_shared_prompts(self.model, prompts, [c > 0 for c in cached], self.pad_token_id)
+            shared = prefill_shared_prompts(self.sampler, prompts, [c > 0 for c in cached], self.pad_token_id)
             for row, entry in shared.items():
                 entries[row], cached[row] = entry, len(entry.ids)
         head = max(cached)  # C: cached positions per row (left-padded)
@@ -141,15 +153,15 @@ class TransformersEngine:
         capacity = width + params.max_new_tokens if static else None
         past = None
         if head > 0 or capacity is not None:
-            past = pack_cache(entries, cached, self.model.config, param.dtype, device, capacity)
-        if static and getattr(self.model.config, "_attn_implementation", None) in ("sdpa", DECODE_ATTENTION):
+            past = pack_cache(entries, cached, self.sampler.config, param.dtype, device, capacity)
+        if static and getattr(self.sampler.config, "_attn_implementation", None) in ("sdpa", DECODE_ATTENTION):
             return self._sample_chunk(input_ids.to(device), attention.to(device), past, params, stop_ids, prompts,
                                       cached, keys, head, width)
         greedy = params.temperature == 0
-        out = self.model.generate(
+        out = self.sampler.generate(
             input_ids=input_ids.to(device),
             attention_mask=attention.to(device),
-            **cache_kwargs(self.model, past),
+            **cache_kwargs(self.sampler, past),
             do_sample=not greedy,
             temperature=None if greedy else params.temperature,
             top_k=0 if not greedy else None,
@@ -197,7 +209,7 @@ class TransformersEngine:
                 self._store_row(keys[row], cache, cache_row, prompts[row], cached[row], head, width,
                                 torch.as_tensor(ids, dtype=torch.long))
 
-        rows = sample_rows(self.model, input_ids[:, head:], attention, cache, params.temperature, params.top_p,
+        rows = sample_rows(self.sampler, input_ids[:, head:], attention, cache, params.temperature, params.top_p,
                            params.max_new_tokens, stop_ids, on_finish)
         return [Generation(r.token_ids, r.logprobs, r.entropies, r.finished) for r in rows]
 

@@ -16,7 +16,7 @@ import yaml
 
 from agentbench_af.config import ConfigError
 from agentbench_af.models.policy import Policy, is_model_dir
-from agentbench_af.rollout.engine import TransformersEngine
+from agentbench_af.rollout.engine import SAMPLER_DTYPES, TransformersEngine
 from agentbench_af.train.config import TrainConfig, train_config_from_dict
 from agentbench_af.train.device import pin_threads
 
@@ -69,7 +69,8 @@ def load_for_play(run_dir: Path, cfg: TrainConfig, name: str) -> tuple[Policy, T
     pin_threads(cfg)
     policy = Policy.load(named_policy_dir(run_dir, cfg, name))
     policy.lm.eval()
-    return policy, TransformersEngine(policy.lm, policy.pad_token_id, cfg.rollout.max_batch_size)
+    return policy, TransformersEngine(policy.lm, policy.pad_token_id, cfg.rollout.max_batch_size,
+                                   sample_dtype=SAMPLER_DTYPES[cfg.rollout.sampler_dtype])
 
 
 def config_near_policy(policy_dir: Path) -> TrainConfig | None:

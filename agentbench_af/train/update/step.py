@@ -63,7 +63,7 @@ class StepContext:
 
 def samples_on_policy(engine: object, learner: Learner) -> bool:
     """Whether `engine` samples with the training forward's numerics from the module the update trains."""
-    return isinstance(engine, TransformersEngine) and engine.model is learner.policy.lm
+    return isinstance(engine, TransformersEngine) and engine.model is learner.policy.lm and engine.sampler is engine.model
 
 
 def fuses_scoring(cfg: TrainConfig, learner: Learner, ctx: StepContext) -> bool:

@@ -33,7 +33,9 @@ def warm_eval_key(cfg: TrainConfig, dtype: str) -> str:
         "eval": {"episodes": cfg.eval.episodes, "temperature": cfg.eval.temperature,
                  **({"also_greedy": True} if cfg.eval.also_greedy else {})},  # keys of older results unchanged
         # how training batches are drawn does not change the evaluation (and keys of older results stay)
-        "rollout": {k: v for k, v in asdict(cfg.rollout).items() if not k.startswith("dynamic_sampling")},
+        # (and the sampler's dtype only when it is not the default, so that keys of older results stay)
+        "rollout": {k: v for k, v in asdict(cfg.rollout).items() if not k.startswith("dynamic_sampling")
+                    and not (k == "sampler_dtype" and v == "float32")},
         "seed": cfg.run.seed,
         "device": cfg.run.device,
         "dtype": dtype,

@@ -1,0 +1,34 @@
+"""A copy of the policy in a lower precision that samples rollouts (`rollout.sampler_dtype`).
+
+The copy's parameters are cast (bf16); its buffers are not, so RoPE's inverse frequencies stay fp32 as the
+positions need. `refresh` copies the trained model's current parameters into it; the engine calls it before
+every generation call, so the copy never lags the policy (one cast per call: small beside decoding).
+Measured (docs/benchmarks.md, "bf16 on the CPU"): on a CPU with AMX a SmolLM2-shaped model decodes about
+twice as fast in bf16; on a CPU without native bf16 it is far slower. The sampled distribution differs from
+the trained model's by bf16 rounding (as a vLLM engine's does); old log-probs are recomputed by the
+trained model's scoring pass, so the PPO ratio is unaffected.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+from torch import nn
+
+
+def low_precision_copy(model: nn.Module, dtype: torch.dtype) -> nn.Module:
+    """A frozen, eval-mode deep copy of `model` whose parameters are `dtype` (tied parameters stay tied)."""
+    sampler = copy.deepcopy(model)
+    for p in sampler.parameters():
+        p.requires_grad_(False)
+        p.data = p.data.to(dtype)
+        p.grad = None
+    return sampler.eval()
+
+
+@torch.no_grad()
+def refresh(sampler: nn.Module, model: nn.Module) -> None:
+    """Copy `model`'s parameters into `sampler` (the same architecture), cast to the sampler's dtype."""
+    for mine, theirs in zip(sampler.parameters(), model.parameters(), strict=True):
+        mine.copy_(theirs)

@@ -1,0 +1,22 @@
+"""A run whose rollouts a bf16 copy samples (`rollout.sampler_dtype=bfloat16`) trains 2 GRPO steps end to end;
+its batches are scored by the trained model's own pass (the shortcut needs the sampler's numerics)."""
+
+import json
+
+from train_helpers import tiny_config
+
+from agentbench_af.io import read_jsonl
+from agentbench_af.train.loop import train
+
+
+def test_a_bf16_sampler_trains_two_steps(tmp_path, warm_start):
+    cfg = tiny_config(tmp_path, method="grpo", run__init_from=str(warm_start), rollout__sampler_dtype="bfloat16",
+                      rl__prompts_per_step=4)
+    train(cfg, show_progress=False)
+    run_dir = tmp_path / cfg.run_name
+    data = json.loads((run_dir / "record.json").read_text())
+    assert data["status"] == "completed" and data["config"]["rollout"]["sampler_dtype"] == "bfloat16"
+    rows = read_jsonl(run_dir / "metrics.jsonl")
+    assert [r["step"] for r in rows] == [0, 1, 2]
+    # a step whose groups all have equal returns has no gradient; with 4 groups a step, some step has one that differs
+    assert any(r["grad_norm"] > 0 for r in rows[1:])
