@@ -36,7 +36,12 @@ own cost is peak minus start.
     python benchmarks/peer_trl.py --model smollm2-135m --prompts 8 --group 8 --no-trl --warmup 0 --pairs 1 --steps 1
     python benchmarks/peer_trl.py --model smollm2-135m --no-trl --turns 3 --gradient-checkpointing ...
 
-`--no-trl` runs our steps alone (warmup + pairs x steps of them); `--gradient-checkpointing` sets
+`--no-trl` runs our steps alone (warmup + pairs x steps of them); with it, `--bf16` runs ours with the update under
+bf16 autocast and rollouts from a bf16 copy (`model.dtype=bfloat16`, `rollout.sampler_dtype=bfloat16`):
+
+    python benchmarks/peer_trl.py --model smollm2-135m --prompts 8 --group 8 --no-trl --bf16 --warmup 0 --pairs 1 --steps 2
+
+`--gradient-checkpointing` sets
 `model.gradient_checkpointing` on our side and TRL's `gradient_checkpointing` on its side (without it
 neither side checkpoints).
 
@@ -75,7 +80,7 @@ from agentbench_af.formats.prompts import turn_message
 from agentbench_af.models.packaged import PACKAGED_MODELS, packaged_model_dir
 from agentbench_af.results.record import git_commit
 from agentbench_af.rollout.collect import collect_rollouts
-from agentbench_af.rollout.engine import TransformersEngine
+from agentbench_af.rollout.engine import SAMPLER_DTYPES, TransformersEngine
 from agentbench_af.rollout.seeds import draw_train_seeds
 from agentbench_af.rollout.to_batch import trajectories_to_batch
 from agentbench_af.train.config import EnvConfig, ModelConfig, RLConfig, TrainConfig
@@ -146,14 +151,17 @@ class Side:
 
 
 def step_config(env_id: str, model: str, method: str, prompts: int, group: int, max_new_tokens: int,
-                lr: float, turns: int = 1, gradient_checkpointing: bool = False) -> TrainConfig:
-    """The loop's config for one step of episodes of at most `turns` turns (constant learning rate, no warm-up)."""
+                lr: float, turns: int = 1, gradient_checkpointing: bool = False, bf16: bool = False) -> TrainConfig:
+    """The loop's config for one step of episodes of at most `turns` turns (constant learning rate, no warm-up);
+    `bf16`: the update under bf16 autocast and a bf16 sampling copy (model.dtype, rollout.sampler_dtype)."""
     from agentbench_af.rollout.types import RolloutConfig
 
-    model_cfg = ModelConfig(name=model, gradient_checkpointing=True) if gradient_checkpointing else ModelConfig(name=model)
+    model_cfg = ModelConfig(name=model, gradient_checkpointing=gradient_checkpointing,
+                            dtype="bfloat16" if bf16 else "auto")
     return TrainConfig(method=method, env=EnvConfig(id=env_id, overrides={"max_turns": turns}),
                        model=model_cfg, rl=RLConfig(prompts_per_step=prompts, lr=lr, warmup_steps=0),
-                       rollout=RolloutConfig(group_size=group, max_new_tokens=max_new_tokens))
+                       rollout=RolloutConfig(group_size=group, max_new_tokens=max_new_tokens,
+                                             sampler_dtype="bfloat16" if bf16 else "float32"))
 
 
 def prompt_rows(cfg: TrainConfig) -> tuple[list[int], list[dict]]:
@@ -176,7 +184,9 @@ class OurStep:
         self.cfg, self.seeds = cfg, seeds
         self.learner = build_learner(cfg, model_dir, CPU)
         self.policy = self.learner.policy
-        self.engine = TransformersEngine(self.policy.lm, self.policy.pad_token_id, cfg.rollout.max_batch_size)
+        self.engine = TransformersEngine(self.policy.lm, self.policy.pad_token_id, cfg.rollout.max_batch_size,
+                                         sample_dtype=SAMPLER_DTYPES[cfg.rollout.sampler_dtype])
+        self.autocast = torch.bfloat16 if cfg.model.dtype == "bfloat16" else None  # on the CPU, as use_device
         # a constant learning rate (the learner's schedule would warm it up)
         self.learner.optimizer = torch.optim.AdamW(self.policy.lm.parameters(), lr=cfg.rl.lr,
                                                    weight_decay=cfg.rl.weight_decay)
@@ -199,7 +209,7 @@ class OurStep:
         new_peak_window()
         batch = trajectories_to_batch(trajs, cfg.rollout.context_mode, self.policy.pad_token_id)
         self.count += 1
-        update(self.learner, batch, cfg, StepContext(torch.Generator().manual_seed(self.count), CPU,
+        update(self.learner, batch, cfg, StepContext(torch.Generator().manual_seed(self.count), CPU, self.autocast,
                                                      on_policy=self.on_policy))
         return StepTime(time.perf_counter() - t0, t_gen, 0.0, sum(t.num_generated_tokens for t in trajs), start,
                         peak_gen, peak_mb())
@@ -433,14 +443,18 @@ def main(
     turns: int = typer.Option(1, help="Turns per episode at most (> 1: multi-turn, full context)."),
     gradient_checkpointing: bool = typer.Option(False, "--gradient-checkpointing", help="Ours: model.gradient_checkpointing."),
     trl_micro_batches: int = typer.Option(1, help="TRL: split its update into K accumulated micro-batches (memory)."),
+    bf16: bool = typer.Option(False, "--bf16", help="Ours: update under bf16 autocast, rollouts from a bf16 copy "
+                              "(model.dtype, rollout.sampler_dtype); needs --no-trl (TRL's side is fp32)."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     if turns < 1:
         raise typer.BadParameter("--turns must be >= 1")
+    if bf16 and with_trl:
+        raise typer.BadParameter("--bf16 needs --no-trl: TRL's side runs in fp32, so the pair would not be like for like")
     torch.set_num_threads(threads)
     torch.manual_seed(0)  # the same rollouts from the same code and model (TRL reseeds with its own seed 0)
     load_start = os.getloadavg()
-    cfg = step_config(env_id, model, method, prompts, group, max_new_tokens, lr, turns, gradient_checkpointing)
+    cfg = step_config(env_id, model, method, prompts, group, max_new_tokens, lr, turns, gradient_checkpointing, bf16)
 
     def measure(model_dir: Path):
         if with_trl:
@@ -462,7 +476,7 @@ def main(
     summary = {
         "env": env_id, "turns": turns, "model": model, "method": method, "prompts": prompts, "group": group,
         "max_new_tokens": max_new_tokens, "threads": threads, "gradient_checkpointing": gradient_checkpointing,
-        "trl_micro_batches": trl_micro_batches,
+        "trl_micro_batches": trl_micro_batches, "bf16": bf16,
         "shortcut": shortcut, "timed_steps": n,
         "commit": git_commit(), "versions": versions(), "machine": platform.processor() or platform.machine(),
         "cpus": os.cpu_count(), "load_average_start": load_start, "load_average": os.getloadavg(),
@@ -488,7 +502,7 @@ def main(
                      f"{tokens / prompts_total:.1f}", f"{side.median('rss_start_mb'):,.0f}",
                      f"{side.median('peak_generation_mb'):,.0f}", f"{side.median('peak_update_mb'):,.0f}"])
     typer.echo(f"{env_id} {turns} turn(s) at most, {model}, {prompts} prompts x {group} rollouts, {max_new_tokens} new "
-               f"tokens, fp32, torch threads {threads}; ours: {method}, "
+               f"tokens, {'bf16 (ours)' if bf16 else 'fp32'}, torch threads {threads}; ours: {method}, "
                f"{'on-policy shortcut' if shortcut else 'scoring pass'}"
                f"{', gradient checkpointing' if gradient_checkpointing else ''}; {n} timed steps each (medians), "
                f"load average {load_start[0]:.1f} at the start, {summary['load_average'][0]:.1f} at the end")
