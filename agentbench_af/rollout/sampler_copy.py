@@ -5,8 +5,8 @@ positions need. `refresh` copies the trained model's current parameters into it;
 every generation call, so the copy never lags the policy (one cast per call: small beside decoding).
 Measured (docs/benchmarks.md, "bf16 on the CPU"): on a CPU with AMX a SmolLM2-shaped model decodes about
 twice as fast in bf16; on a CPU without native bf16 it is far slower. The sampled distribution differs from
-the trained model's by bf16 rounding (as a vLLM engine's does); old log-probs are recomputed by the
-trained model's scoring pass, so the PPO ratio is unaffected.
+the trained model's by bf16 rounding (as a vLLM engine's does); the old log-probs are the trained model's
+own (its scoring pass, or the update's first forward where the shortcut applies), never the copy's.
 """
 
 from __future__ import annotations

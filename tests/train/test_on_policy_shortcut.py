@@ -108,6 +108,6 @@ def test_the_pass_is_kept_where_the_shortcut_is_not_exact(warm_start):
     assert samples_on_policy(TransformersEngine(policy.lm, policy.pad_token_id), learner)
     # rollouts sampled by another model or engine (vLLM): their log-probs are not the training forward's
     assert not samples_on_policy(TransformersEngine(copy.deepcopy(policy.lm), policy.pad_token_id), learner)
-    # a bf16 sampling copy of the trained module (rollout.sampler_dtype): bf16 numerics, not the forward's
-    assert not samples_on_policy(TransformersEngine(policy.lm, policy.pad_token_id, sample_dtype=torch.bfloat16), learner)
+    # a bf16 copy refreshed from the trained module at every call (rollout.sampler_dtype): its current weights
+    assert samples_on_policy(TransformersEngine(policy.lm, policy.pad_token_id, sample_dtype=torch.bfloat16), learner)
     assert not samples_on_policy(object(), learner)

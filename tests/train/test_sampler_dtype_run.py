@@ -1,5 +1,5 @@
 """A run whose rollouts a bf16 copy samples (`rollout.sampler_dtype=bfloat16`) trains 2 GRPO steps end to end;
-its batches are scored by the trained model's own pass (the shortcut needs the sampler's numerics)."""
+its old log-probs are the trained model's (the update's own forward, as with an fp32 sampler)."""
 
 import json
 

@@ -14,8 +14,9 @@ The pass is kept when
 - there are several epochs or minibatches (every step after the first is off-policy);
 - there is a reference model (its log-probs are a forward of another model) or a critic (GAE reads
   the values before the update);
-- the caller does not vouch that the batch was sampled by `TransformersEngine` on the trained module at
-  its current weights (`StepContext.on_policy`; e.g. vLLM's numerics differ from the training forward's);
+- the caller does not vouch that the batch was sampled by `TransformersEngine` from the trained module at
+  its current weights (`StepContext.on_policy`: the module itself or its refreshed bf16 copy; vLLM holds
+  weights of its own);
 - the run is data-parallel (credit and the loss need every rank's rows);
 - the update runs in micro-batches (`rl.micro_batch_rows`: the pass is then as many no-grad forwards).
 Left out: skipping the pass for the first minibatch of several (later minibatches would still need it).
@@ -62,8 +63,10 @@ class StepContext:
 
 
 def samples_on_policy(engine: object, learner: Learner) -> bool:
-    """Whether `engine` samples with the training forward's numerics from the module the update trains."""
-    return isinstance(engine, TransformersEngine) and engine.model is learner.policy.lm and engine.sampler is engine.model
+    """Whether `engine` samples from the module the update trains, at its current weights: the module itself, or
+    the bf16 copy `rollout.sampler_dtype` makes, refreshed from it at every call. Either way the old log-probs
+    are the training forward's (the shortcut's or the scoring pass's), never the sampler's."""
+    return isinstance(engine, TransformersEngine) and engine.model is learner.policy.lm
 
 
 def fuses_scoring(cfg: TrainConfig, learner: Learner, ctx: StepContext) -> bool:
