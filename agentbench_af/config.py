@@ -285,7 +285,8 @@ HASH_DROP = ("run.seed", "run.out_dir", "run.name", "run.init_from", "run.thread
 
 
 #: fields added after records were first written (the policy-loss registry and the neighbourhood's credit
-#: methods, Lopti's passes, dynamic sampling, model.gradient_checkpointing and model.lora_*, 2026-11-27): left out of the hash while at
+#: methods, Lopti's passes, dynamic sampling, model.gradient_checkpointing and model.lora_*, 2026-11-27;
+#: rollout.sampler_dtype, 2026-12-07): left out of the hash while at
 #: their default, so a config that does not use them keeps
 #: the hash it had before they existed (and its records stay comparable with new runs of it)
 HASH_DROP_AT_DEFAULT = (
@@ -294,7 +295,7 @@ HASH_DROP_AT_DEFAULT = (
     "credit.stapo_prob", "credit.stapo_entropy_fraction", "credit.aepo_beta", "credit.carl_fraction",
     "credit.empg_k", "credit.empg_k_f", "credit.empg_zeta", "credit.gtpo_beta", "model.gradient_checkpointing",
     "rl.token_passes", "rl.lopti_threshold", "rollout.dynamic_sampling", "rollout.dynamic_sampling_max_rounds",
-    "model.lora_rank", "model.lora_alpha", "model.lora_dropout", "model.lora_targets",
+    "model.lora_rank", "model.lora_alpha", "model.lora_dropout", "model.lora_targets", "rollout.sampler_dtype",
 )
 
 

@@ -33,3 +33,5 @@ def test_a_new_field_away_from_its_default_changes_the_hash():
     cfg = train_config_from_dict(data["config"])
     moved = train_config_from_dict({**data["config"], "loss": {**data["config"]["loss"], "policy": "gspo"}})
     assert config_hash(cfg) == data["config_hash"] != config_hash(moved)
+    bf16 = train_config_from_dict({**data["config"], "rollout": {**data["config"]["rollout"], "sampler_dtype": "bfloat16"}})
+    assert config_hash(bf16) != data["config_hash"]
