@@ -8,8 +8,10 @@ import torch
 from agentbench_af.config import ConfigError, load_config
 from agentbench_af.rollout.engine import TransformersEngine, build_engine
 from agentbench_af.rollout.types import RolloutConfig, SamplingParams
+from agentbench_af.sweep.spec import warm_start_key
 from agentbench_af.train.config import TrainConfig
 from agentbench_af.train.warm.warm_eval import warm_eval_key
+from agentbench_af.train.warm.warm_start import settings_key, warm_start_settings
 
 PROMPTS = [[5, 6, 7, 8, 9, 10]] * 3 + [[5, 6, 7, 11]] * 3
 
@@ -70,8 +72,13 @@ def test_bf16_log_probs_are_close_to_the_fp32_models(frozenlake_policy, static):
     assert all(len(g.token_ids) >= 1 for g in more)
 
 
-def test_fp32_runs_keep_their_warm_start_evaluation_keys():
-    # the key TrainConfig() had before the field existed: fp32 runs reuse their stored evaluations
-    assert warm_eval_key(TrainConfig(), "None") == "6fe430b791cf7415"
-    bf16 = load_config(TrainConfig, None, ["rollout.sampler_dtype=bfloat16"])
-    assert warm_eval_key(bf16, "None") != "6fe430b791cf7415"  # a bf16 sampler plays other episodes
+def test_fp32_runs_keep_their_keys_and_a_bf16_sampler_shares_the_warm_start():
+    # the keys TrainConfig() had before the field existed: fp32 runs find their stored warm starts and evaluations
+    default, bf16 = TrainConfig(), load_config(TrainConfig, None, ["rollout.sampler_dtype=bfloat16"])
+    assert warm_eval_key(default, "None") == "6fe430b791cf7415"
+    assert warm_start_key(default) == "FrozenLake-4x4-v0-tiny-0.2m-s0-76eff859"
+    assert settings_key(warm_start_settings(default)) == "009d0721318b"
+    # SFT never samples: the same warm start; its step-0 evaluation, played by the bf16 copy, is its own
+    assert warm_start_key(bf16) == warm_start_key(default)
+    assert settings_key(warm_start_settings(bf16)) == settings_key(warm_start_settings(default))
+    assert warm_eval_key(bf16, "None") != "6fe430b791cf7415"

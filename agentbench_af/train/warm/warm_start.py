@@ -45,11 +45,16 @@ RECORD_FILE = "warm_start.yaml"
 RL_ONLY_ROLLOUT = ("dynamic_sampling", "dynamic_sampling_max_rounds")
 
 
+#: rollout settings that only RL sampling reads and that came after warm starts were first keyed: dropped
+RL_ONLY_ROLLOUT_DROPPED = ("sampler_dtype",)
+
+
 def same_warm_start_data(data: dict[str, Any]) -> dict[str, Any]:
-    """`data` (a config's warm-start sections, as plain data) with the `RL_ONLY_ROLLOUT` fields at their defaults."""
+    """`data` (a config's warm-start sections, as plain data) with the `RL_ONLY_ROLLOUT` fields at their defaults
+    and the `RL_ONLY_ROLLOUT_DROPPED` ones left out."""
     defaults = RolloutConfig()
     rollout = {**data["rollout"], **{k: getattr(defaults, k) for k in RL_ONLY_ROLLOUT if k in data["rollout"]}}
-    return {**data, "rollout": rollout}
+    return {**data, "rollout": {k: v for k, v in rollout.items() if k not in RL_ONLY_ROLLOUT_DROPPED}}
 
 
 def warm_start_settings(cfg: TrainConfig) -> dict[str, Any]:
