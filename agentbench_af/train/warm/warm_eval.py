@@ -21,9 +21,15 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
+from agentbench_af.config import HASH_DROP_AT_DEFAULT
 from agentbench_af.evaluate.evaluate import EvalResult
 from agentbench_af.io import kept_json
+from agentbench_af.rollout.types import RolloutConfig
 from agentbench_af.train.config import TrainConfig
+
+#: rollout fields added after keys were first written (config.HASH_DROP_AT_DEFAULT): left out at their default
+_ADDED_ROLLOUT = {p.removeprefix("rollout.") for p in HASH_DROP_AT_DEFAULT if p.startswith("rollout.")}
+_ROLLOUT_DEFAULTS = asdict(RolloutConfig())
 
 
 def warm_eval_key(cfg: TrainConfig, dtype: str) -> str:
@@ -33,9 +39,8 @@ def warm_eval_key(cfg: TrainConfig, dtype: str) -> str:
         "eval": {"episodes": cfg.eval.episodes, "temperature": cfg.eval.temperature,
                  **({"also_greedy": True} if cfg.eval.also_greedy else {})},  # keys of older results unchanged
         # how training batches are drawn does not change the evaluation (and keys of older results stay)
-        # (and the sampler's dtype only when it is not the default, so that keys of older results stay)
         "rollout": {k: v for k, v in asdict(cfg.rollout).items() if not k.startswith("dynamic_sampling")
-                    and not (k == "sampler_dtype" and v == "float32")},
+                    and not (k in _ADDED_ROLLOUT and v == _ROLLOUT_DEFAULTS[k])},
         "seed": cfg.run.seed,
         "device": cfg.run.device,
         "dtype": dtype,
