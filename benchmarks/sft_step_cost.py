@@ -4,6 +4,7 @@
     nice -n 10 python benchmarks/sft_step_cost.py --threads 1
     python benchmarks/sft_step_cost.py --modes full lora --rank 16 --rows 16 --columns 256 --steps 3 --json
     MALLOC_MMAP_THRESHOLD_=65536 nice -n 10 python benchmarks/sft_step_cost.py --threads 1 --json
+    python benchmarks/sft_step_cost.py --modes lora lora+gc --bf16   # forwards under bf16 autocast
 
 The third line pins glibc's mmap threshold in the child processes (they inherit the environment). Every
 large block then goes back to the kernel when it is freed, so the peak resident set counts the memory
@@ -19,6 +20,8 @@ batch. Reported: seconds per timed step (mean and each), trainable parameters, t
 timed steps begin, and the peak resident set over all steps (VmHWM; the window is reset after the model
 is loaded, so the GGUF conversion of a first use does not count) and the process's lifetime
 `ru_maxrss`. The load average (`os.getloadavg`) is printed before and after: the machine may be shared.
+`--bf16` runs the forwards under bf16 autocast (`model.dtype=bfloat16`: weights, gradients and AdamW
+stay fp32); it pays only on CPUs with native bf16 (docs/benchmarks.md, "bf16 on the CPU").
 Left out: the LoRA merge at the end of a warm start (once per warm start, not per step) and GPUs.
 """
 
@@ -96,11 +99,11 @@ def one_mode(args: argparse.Namespace) -> dict:
     times, losses = [], []
     for i in range(args.warmup + args.steps):
         start = time.perf_counter()
-        losses.append(sft_step(policy.lm, params, optimizer, mb))
+        losses.append(sft_step(policy.lm, params, optimizer, mb, autocast=torch.bfloat16 if args.bf16 else None))
         if i >= args.warmup:
             times.append(time.perf_counter() - start)
     return {
-        "mode": args.mode, "threads": args.threads, "rows": int(mb.input_ids.shape[0]),
+        "mode": args.mode, "autocast": "bfloat16" if args.bf16 else "float32", "threads": args.threads, "rows": int(mb.input_ids.shape[0]),
         "columns": int(mb.input_ids.shape[1]), "response_tokens": int(mb.response_mask.sum()),
         "trainable_params": sum(p.numel() for p in params),
         "total_params": sum(p.numel() for p in policy.lm.parameters()),
@@ -126,6 +129,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--bf16", action="store_true", help="forwards under bf16 autocast (model.dtype=bfloat16)")
     ap.add_argument("--json", action="store_true", help="print one JSON line per mode instead of the table")
     args = ap.parse_args()
     if args.mode:
@@ -139,7 +143,7 @@ def main() -> None:
                              check=True, capture_output=True, text=True)
         rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
         print(json.dumps(rows[-1]) if args.json else
-              f"{mode:8s} {rows[-1]['step_s']:7.1f} s/step {rows[-1]['steps_s']}  trainable "
+              f"{mode:8s} {rows[-1]['autocast']:8s} {rows[-1]['step_s']:7.1f} s/step {rows[-1]['steps_s']}  trainable "
               f"{rows[-1]['trainable_params']:,}  RSS at start {rows[-1]['rss_start_mib']:,.0f} MiB  peak "
               f"{rows[-1]['peak_rss_mib']:,.0f} MiB  (ru_maxrss {rows[-1]['ru_maxrss_mib']:,.0f} MiB)", flush=True)
     first = rows[0]

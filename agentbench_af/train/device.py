@@ -18,8 +18,14 @@ def resolve_device(cfg: TrainConfig) -> tuple[torch.device, torch.dtype | None]:
     if name.startswith("cuda") and not torch.cuda.is_available():
         raise RuntimeError(f"run.device={cfg.run.device!r} but no CUDA device is available")
     device = torch.device(name)
+    return device, autocast_dtype(cfg, device)
+
+
+def autocast_dtype(cfg: TrainConfig, device: torch.device) -> torch.dtype | None:
+    """The autocast dtype of `cfg`'s forwards on `device` (SFT and RL alike): bf16 when `model.dtype` is
+    bfloat16, or auto on CUDA; None (fp32) otherwise."""
     want_bf16 = cfg.model.dtype == "bfloat16" or (cfg.model.dtype == "auto" and device.type == "cuda")
-    return device, (torch.bfloat16 if want_bf16 else None)
+    return torch.bfloat16 if want_bf16 else None
 
 
 def pin_threads(cfg: TrainConfig) -> None:

@@ -35,6 +35,7 @@ from agentbench_af.train.bookkeeping.checkpoint import (
     write_state,
 )
 from agentbench_af.train.config import SFTConfig, TrainConfig, demonstration_overrides
+from agentbench_af.train.device import autocast_dtype
 from agentbench_af.train.warm.demos import demonstration_trajectories
 
 
@@ -101,21 +102,28 @@ def sft_loss(lm: torch.nn.Module, mb: RolloutBatch, tokens: torch.Tensor | None 
 
 
 def sft_step(lm: torch.nn.Module, params: list[torch.nn.Parameter], optimizer: torch.optim.Optimizer,
-             mb: RolloutBatch, micro_batch_rows: int = 0) -> float:
+             mb: RolloutBatch, micro_batch_rows: int = 0, autocast: torch.dtype | None = None) -> float:
     """One SFT optimizer step on batch `mb` (`params`: what `optimizer` trains, clipped to norm 1); returns
     the loss before the step. `micro_batch_rows` > 0: forwards and backwards of at most that many rows, each
     summed negative log-likelihood divided by the whole batch's generated tokens (gradient accumulation:
-    the same step up to float rounding)."""
+    the same step up to float rounding). `autocast`: the forwards' dtype (None: fp32), as the RL update's;
+    the weights, gradients and AdamW state stay fp32."""
     optimizer.zero_grad(set_to_none=True)
+    device_type = mb.input_ids.device.type
+
+    def loss_of(part: RolloutBatch, tokens: torch.Tensor | None) -> torch.Tensor:
+        with torch.autocast(device_type, dtype=autocast, enabled=autocast is not None):
+            return sft_loss(lm, part, tokens)
+
     if not micro_batch_rows or mb.batch_size <= micro_batch_rows:
-        loss = sft_loss(lm, mb)
+        loss = loss_of(mb, None)
         loss.backward()
         total = float(loss.detach())
     else:
         tokens = mb.response_mask.sum().clamp(min=1).float()  # (,): the whole batch's generated tokens
         total = 0.0
         for rows in torch.arange(mb.batch_size).split(micro_batch_rows):
-            part = sft_loss(lm, mb.select(rows).crop(), tokens)  # its share of the batch's mean
+            part = loss_of(mb.select(rows).crop(), tokens)  # its share of the batch's mean
             part.backward()
             total += float(part.detach())
     torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -132,7 +140,8 @@ def sft_warm_start(
     progress: Callable[[int, float], object] | None = None,
     checkpoint: Path | None = None,
 ) -> dict[str, float]:
-    """Train `lm` in place for `cfg.sft.steps` steps; returns final loss and token counts. With `checkpoint`,
+    """Train `lm` in place for `cfg.sft.steps` steps, forwards under the run's autocast dtype (`model.dtype`,
+    as RL's); returns final loss and token counts. With `checkpoint`,
     continue from that file if it exists and save to it every `SFT_CHECKPOINT_EVERY` steps or
     `SFT_CHECKPOINT_SECONDS` of wall time, whichever comes first. The caller
     removes the file once the warm start is saved and must not pass one written under other settings."""
@@ -151,6 +160,7 @@ def sft_warm_start(
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else chat.end_of_turn_ids[0]
     data = trajectories_to_batch(trajs, cfg.rollout.context_mode, pad)
     params = trainable_parameters(lm)  # every weight, or the LoRA adapters only
+    autocast = autocast_dtype(cfg, device)
     optimizer = torch.optim.AdamW(params, lr=cfg.sft.lr, weight_decay=0.0)
     scheduler = sft_scheduler(optimizer, cfg.sft)
     gen = torch.Generator().manual_seed(cfg.warm_start_seed * 1_000_003 + 7)
@@ -162,7 +172,8 @@ def sft_warm_start(
     last_save = time.monotonic()
     for step in range(start, cfg.sft.steps):
         rows = torch.randint(0, data.batch_size, (min(cfg.sft.batch_size, data.batch_size),), generator=gen)
-        loss_value = sft_step(lm, params, optimizer, data.select(rows).crop().to(device), cfg.sft.micro_batch_rows)
+        loss_value = sft_step(lm, params, optimizer, data.select(rows).crop().to(device), cfg.sft.micro_batch_rows,
+                              autocast)
         scheduler.step()
         due = (step + 1) % SFT_CHECKPOINT_EVERY == 0 or time.monotonic() - last_save >= SFT_CHECKPOINT_SECONDS
         if checkpoint is not None and due and step + 1 < cfg.sft.steps:
