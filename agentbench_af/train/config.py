@@ -123,7 +123,8 @@ class ModelConfig:
     vocab_size: int = 512
     #: expert episodes whose text trains the tokenizer
     tokenizer_episodes: int = 300
-    #: auto: bf16 on GPU, fp32 on CPU
+    #: autocast of the SFT and RL forwards (weights keep the dtype they were built or loaded in); auto: bf16
+    #: on GPU, fp32 on CPU; bfloat16 pays on a CPU only where it has native bf16 (docs/benchmarks.md)
     dtype: Literal["auto", "float32", "bfloat16"] = "auto"
     #: recompute each decoder layer in the backward pass instead of keeping its activations (transformers'
     #: activation checkpointing; less memory, about one more forward of time; the update's shared-prompt

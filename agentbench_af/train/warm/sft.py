@@ -107,7 +107,7 @@ def sft_step(lm: torch.nn.Module, params: list[torch.nn.Parameter], optimizer: t
     the loss before the step. `micro_batch_rows` > 0: forwards and backwards of at most that many rows, each
     summed negative log-likelihood divided by the whole batch's generated tokens (gradient accumulation:
     the same step up to float rounding). `autocast`: the forwards' dtype (None: fp32), as the RL update's;
-    the weights, gradients and AdamW state stay fp32."""
+    weights, gradients and AdamW state keep the weights' dtype (fp32 for the tiny family and SmolLM2)."""
     optimizer.zero_grad(set_to_none=True)
     device_type = mb.input_ids.device.type
 
