@@ -5,6 +5,7 @@
     python benchmarks/sft_step_cost.py --modes full lora --rank 16 --rows 16 --columns 256 --steps 3 --json
     MALLOC_MMAP_THRESHOLD_=65536 nice -n 10 python benchmarks/sft_step_cost.py --threads 1 --json
     python benchmarks/sft_step_cost.py --modes lora lora+gc --bf16   # forwards under bf16 autocast
+    python benchmarks/sft_step_cost.py --modes lora --bf16 --warmup 0 --steps 4 --read-both --json
 
 The third line pins glibc's mmap threshold in the child processes (they inherit the environment). Every
 large block then goes back to the kernel when it is freed, so the peak resident set counts the memory
@@ -21,7 +22,9 @@ timed steps begin, and the peak resident set over all steps (VmHWM; the window i
 is loaded, so the GGUF conversion of a first use does not count) and the process's lifetime
 `ru_maxrss`. The load average (`os.getloadavg`) is printed before and after: the machine may be shared.
 `--bf16` runs the forwards under bf16 autocast (`model.dtype=bfloat16`: weights, gradients and AdamW
-stay fp32); it pays only on CPUs with native bf16 (docs/benchmarks.md, "bf16 on the CPU").
+stay fp32); it pays only on CPUs with native bf16 (docs/benchmarks.md, "bf16 on the CPU"). `--read-both`
+then reads the trained weights' loss on the batch twice, with an fp32 forward and with a bf16-autocast one:
+how much of the steps' change a bf16 forward (a bf16 sampler, a bf16 update) sees (docs/smollm2.md).
 Left out: the LoRA merge at the end of a warm start (once per warm start, not per step) and GPUs.
 """
 
@@ -72,7 +75,7 @@ def one_mode(args: argparse.Namespace) -> dict:
     from agentbench_af.rollout.types import RolloutConfig
     from agentbench_af.train.config import ModelConfig
     from agentbench_af.train.warm.demos import demonstration_trajectories
-    from agentbench_af.train.warm.sft import sft_step
+    from agentbench_af.train.warm.sft import sft_loss, sft_step
 
     torch.set_num_threads(args.threads)
     lora, checkpointing = MODES[args.mode]
@@ -102,7 +105,14 @@ def one_mode(args: argparse.Namespace) -> dict:
         losses.append(sft_step(policy.lm, params, optimizer, mb, autocast=torch.bfloat16 if args.bf16 else None))
         if i >= args.warmup:
             times.append(time.perf_counter() - start)
+    read = {}
+    if args.read_both:  # the trained weights' loss on the batch, read by an fp32 and by a bf16-autocast forward
+        with torch.no_grad():
+            read["loss_fp32_forward"] = float(sft_loss(policy.lm, mb))
+            with torch.autocast(mb.input_ids.device.type, dtype=torch.bfloat16):
+                read["loss_bf16_forward"] = float(sft_loss(policy.lm, mb))
     return {
+        **read,
         "mode": args.mode, "autocast": "bfloat16" if args.bf16 else "float32", "threads": args.threads, "rows": int(mb.input_ids.shape[0]),
         "columns": int(mb.input_ids.shape[1]), "response_tokens": int(mb.response_mask.sum()),
         "trainable_params": sum(p.numel() for p in params),
@@ -130,6 +140,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--bf16", action="store_true", help="forwards under bf16 autocast (model.dtype=bfloat16)")
+    ap.add_argument("--read-both", action="store_true",
+                    help="after the steps, read the batch's loss with an fp32 and with a bf16-autocast forward")
     ap.add_argument("--json", action="store_true", help="print one JSON line per mode instead of the table")
     args = ap.parse_args()
     if args.mode:
