@@ -68,7 +68,7 @@ def one_mode(args: argparse.Namespace) -> dict:
 
     import agentbench_af
     from agentbench_af.models.checkpointing import enable_checkpointing
-    from agentbench_af.models.lora import add_lora, trainable_parameters
+    from agentbench_af.models.lora import add_lora, merged_copy, trainable_parameters
     from agentbench_af.models.policy import build_policy
     from agentbench_af.rollout.seeds import draw_train_seeds
     from agentbench_af.rollout.to_batch import trajectories_to_batch
@@ -111,6 +111,8 @@ def one_mode(args: argparse.Namespace) -> dict:
             read["loss_fp32_forward"] = float(sft_loss(policy.lm, mb))
             with torch.autocast(mb.input_ids.device.type, dtype=torch.bfloat16):
                 read["loss_bf16_forward"] = float(sft_loss(policy.lm, mb))
+                if settings is not None:  # the adapters merged into the fp32 weights first, then cast
+                    read["loss_bf16_forward_merged"] = float(sft_loss(merged_copy(policy.lm), mb))
     return {
         **read,
         "mode": args.mode, "autocast": "bfloat16" if args.bf16 else "float32", "threads": args.threads, "rows": int(mb.input_ids.shape[0]),
@@ -141,7 +143,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--bf16", action="store_true", help="forwards under bf16 autocast (model.dtype=bfloat16)")
     ap.add_argument("--read-both", action="store_true",
-                    help="after the steps, read the batch's loss with an fp32 and with a bf16-autocast forward")
+                    help="after the steps, read the batch's loss with an fp32 and with a bf16-autocast forward "
+                         "(and, with LoRA, a bf16 forward of the adapters merged into the weights)")
     ap.add_argument("--json", action="store_true", help="print one JSON line per mode instead of the table")
     args = ap.parse_args()
     if args.mode:

@@ -28,3 +28,4 @@ def test_read_both_reads_the_trained_weights_in_both_precisions():
     row = sft_step_cost.one_mode(_args(bf16=True, read_both=True, steps=2))
     fp32, bf16 = row["loss_fp32_forward"], row["loss_bf16_forward"]
     assert fp32 < row["losses"][0] and bf16 == pytest.approx(fp32, rel=0.05) and bf16 != fp32
+    assert row["loss_bf16_forward_merged"] == pytest.approx(fp32, rel=0.05)
