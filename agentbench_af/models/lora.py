@@ -101,6 +101,21 @@ def merged_copy(lm: nn.Module) -> nn.Module:
     return merge_lora(copy.deepcopy(lm)) if has_lora(lm) else lm
 
 
+@torch.no_grad()
+def merged_parameter(lm: nn.Module, name: str) -> torch.Tensor:
+    """The parameter `name` of `merged_copy(lm)`, read from `lm` without copying it: an adapted linear's
+    weight is its base weight plus its adapter's delta (peft's `get_delta_weight`: (alpha / r) B A, fp32)."""
+    from peft.tuners.tuners_utils import BaseTunerLayer
+
+    owner, _, leaf = name.rpartition(".")
+    module = lm.get_submodule(owner)
+    if not isinstance(module, BaseTunerLayer):
+        return lm.get_parameter(name)
+    base = getattr(module.get_base_layer(), leaf)
+    delta = module.get_delta_weight(ADAPTER) if leaf == "weight" else None  # type: ignore[operator]
+    return base if delta is None else base + delta
+
+
 def adapter_parameter_count(lm: nn.Module) -> int:
     """How many parameters of `lm` belong to its LoRA adapters (0 without any)."""
     if not has_lora(lm):
