@@ -59,6 +59,7 @@ from agentbench_af.train.distributed.evaluation import (
 )
 from agentbench_af.train.distributed.gather_batch import gather_batch
 from agentbench_af.train.memory_note import logits_memory_note, vocab_of
+from agentbench_af.train.precision_note import lora_bf16_note
 from agentbench_af.train.update.learner import Learner, build_learner
 from agentbench_af.train.update.step import StepContext, samples_on_policy, score, update
 from agentbench_af.train.warm.warm_eval import warm_eval_key, warm_start_eval
@@ -117,6 +118,8 @@ def _train(cfg: TrainConfig, run: RunFolder | FollowerFolder, ranks: dp.Ranks, d
     learner = build_learner(cfg, warm.path, device, ranks)
     policy = learner.policy
     if ranks.is_main and not ranks.active and (note := logits_memory_note(cfg, vocab_of(policy.lm))):
+        tqdm.write(note, file=sys.stderr)
+    if ranks.is_main and (note := lora_bf16_note(cfg, autocast)):
         tqdm.write(note, file=sys.stderr)
     engine = build_engine(cfg.rollout, policy.lm, policy.pad_token_id, autocast, cfg.run.seed)
     env = agentbench_af.make(cfg.env.id, **cfg.env.overrides)
