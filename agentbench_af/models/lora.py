@@ -24,6 +24,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from agentbench_af.rollout.sampler_copy import AdapterMerge, register_adapter_merge
+
 ADAPTER = "default"
 #: the linear modules of a Llama-style decoder layer (attention and MLP projections)
 LLAMA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -129,3 +131,7 @@ def trainable_parameters(lm: nn.Module) -> list[nn.Parameter]:
     """The parameters of `lm` the optimizer gets: every one that requires a gradient (all of a fully
     fine-tuned model; the adapters of a LoRA one), in `parameters()` order."""
     return [p for p in lm.parameters() if p.requires_grad]
+
+
+# sampling copies (`rollout.sampler_copy`) merge the adapters before they cast the weights to bf16
+register_adapter_merge(AdapterMerge(has_lora, merged_copy, merged_parameter))

@@ -19,17 +19,41 @@ forward shows, the merged weights in bf16 92-93 %.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 
-from agentbench_af.models.lora import has_lora, merged_copy, merged_parameter
+
+@dataclass(frozen=True)
+class AdapterMerge:
+    """How a sampling copy reads a model with adapters, given by the layer that owns them (`models.lora`
+    registers peft's LoRA on import; this layer imports nothing above it)."""
+
+    applies: Callable[[nn.Module], bool]  # whether a model has adapters
+    plain_copy: Callable[[nn.Module], nn.Module]  # a plain copy with them merged
+    parameter: Callable[[nn.Module, str], torch.Tensor]  # a parameter of that copy, read from the model
+
+
+_MERGES: list[AdapterMerge] = []
+
+
+def register_adapter_merge(merge: AdapterMerge) -> None:
+    """Make sampling copies merge the adapters `merge` recognises (idempotent)."""
+    if merge not in _MERGES:
+        _MERGES.append(merge)
+
+
+def _merge_for(model: nn.Module) -> AdapterMerge | None:
+    return next((m for m in _MERGES if m.applies(model)), None)
 
 
 def low_precision_copy(model: nn.Module, dtype: torch.dtype) -> nn.Module:
     """A frozen, eval-mode deep copy of `model` whose parameters are `dtype` (tied parameters stay tied); with
-    LoRA adapters, a plain copy with them merged (`models.lora.merged_copy`)."""
-    sampler = merged_copy(model) if has_lora(model) else copy.deepcopy(model)
+    adapters (a registered `AdapterMerge`: LoRA), a plain copy with them merged."""
+    merge = _merge_for(model)
+    sampler = merge.plain_copy(model) if merge else copy.deepcopy(model)
     for p in sampler.parameters():
         p.requires_grad_(False)
         p.data = p.data.to(dtype)
@@ -40,10 +64,10 @@ def low_precision_copy(model: nn.Module, dtype: torch.dtype) -> nn.Module:
 @torch.no_grad()
 def refresh(sampler: nn.Module, model: nn.Module) -> None:
     """Copy `model`'s parameters into `sampler` (the same architecture, or its merged plain copy when `model`
-    has LoRA adapters), cast to the sampler's dtype."""
-    if has_lora(model):
+    has adapters a registered `AdapterMerge` recognises), cast to the sampler's dtype."""
+    if merge := _merge_for(model):
         for name, mine in sampler.named_parameters():
-            mine.copy_(merged_parameter(model, name))
+            mine.copy_(merge.parameter(model, name))
         return
     for mine, theirs in zip(sampler.parameters(), model.parameters(), strict=True):
         mine.copy_(theirs)
