@@ -9,16 +9,12 @@ import dataclasses
 
 import pytest
 import torch
-from train_helpers import FROZENLAKE
+from train_helpers import sampled_batch
 
 from agentbench_af.config import config_hash
 from agentbench_af.credit import CreditConfig, compute_token_weights
 from agentbench_af.models.forward import token_stats
 from agentbench_af.models.policy import Policy
-from agentbench_af.rollout.collect import collect_rollouts
-from agentbench_af.rollout.engine import TransformersEngine
-from agentbench_af.rollout.to_batch import trajectories_to_batch
-from agentbench_af.rollout.types import RolloutConfig
 from agentbench_af.train.config import RLConfig, TrainConfig
 from agentbench_af.train.distributed.data_parallel import TrainModules
 from agentbench_af.train.update.loss import LossConfig
@@ -31,11 +27,7 @@ CPU = torch.device("cpu")
 
 @pytest.fixture(scope="module")
 def batch(warm_start):
-    policy = Policy.load(warm_start)
-    torch.manual_seed(0)
-    trajs = collect_rollouts(TransformersEngine(policy.lm, policy.pad_token_id), policy.tokenizer, policy.chat,
-                             FROZENLAKE, [1, 2, 3], RolloutConfig(group_size=2, max_new_tokens=48))
-    b = trajectories_to_batch(trajs, "full", policy.pad_token_id)
+    policy, b = sampled_batch(warm_start, seeds=(1, 2, 3))
     with torch.no_grad():
         old, _, _ = token_stats(policy.lm, b.input_ids, b.attention_mask, with_entropy=False)  # (B, T)
     noise = 0.05 * torch.randn(b.response_mask.shape, generator=torch.Generator().manual_seed(4))  # (B, T)

@@ -5,24 +5,15 @@ and gradients at generated positions equal the full computation's, and every oth
 
 import pytest
 import torch
-from train_helpers import FROZENLAKE
+from train_helpers import sampled_batch
 
 from agentbench_af.models.forward import _logit_columns, token_stats
-from agentbench_af.models.policy import Policy
 from agentbench_af.models.shared_prefix import shared_prefix_length, shared_prefix_logits
-from agentbench_af.rollout.collect import collect_rollouts
-from agentbench_af.rollout.engine import TransformersEngine
-from agentbench_af.rollout.to_batch import trajectories_to_batch
-from agentbench_af.rollout.types import RolloutConfig
 
 
 @pytest.fixture(scope="module")
 def policy_and_batch(warm_start):
-    policy = Policy.load(warm_start)
-    torch.manual_seed(0)
-    trajs = collect_rollouts(TransformersEngine(policy.lm, policy.pad_token_id), policy.tokenizer, policy.chat,
-                             FROZENLAKE, [1, 2], RolloutConfig(group_size=2, max_new_tokens=48))
-    return policy, trajectories_to_batch(trajs, "full", policy.pad_token_id)
+    return sampled_batch(warm_start)
 
 
 def test_the_kept_columns_are_those_before_a_generated_token():

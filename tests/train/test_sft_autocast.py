@@ -6,13 +6,9 @@ import dataclasses
 
 import pytest
 import torch
-from train_helpers import FROZENLAKE, tiny_config
+from train_helpers import sampled_batch, tiny_config
 
 from agentbench_af.models.policy import Policy, build_policy
-from agentbench_af.rollout.collect import collect_rollouts
-from agentbench_af.rollout.engine import TransformersEngine
-from agentbench_af.rollout.to_batch import trajectories_to_batch
-from agentbench_af.rollout.types import RolloutConfig
 from agentbench_af.train.config import TrainConfig
 from agentbench_af.train.device import autocast_dtype
 from agentbench_af.train.warm import sft as sft_module
@@ -24,11 +20,7 @@ CPU = torch.device("cpu")
 
 @pytest.fixture(scope="module")
 def batch(warm_start):
-    policy = Policy.load(warm_start)
-    torch.manual_seed(0)
-    trajs = collect_rollouts(TransformersEngine(policy.lm, policy.pad_token_id), policy.tokenizer, policy.chat,
-                             FROZENLAKE, [1, 2], RolloutConfig(group_size=2, max_new_tokens=48))
-    return trajectories_to_batch(trajs, "full", policy.pad_token_id)
+    return sampled_batch(warm_start)[1]
 
 
 def _with_dtype(dtype: str) -> TrainConfig:

@@ -51,6 +51,22 @@ def tiny_config(out_dir: Path | str, env_id: str = FROZENLAKE, **extra) -> Train
     return load_config(TrainConfig, None, tiny_overrides(out_dir, env_id, **extra))
 
 
+def sampled_batch(warm_start: Path, seeds: tuple[int, ...] = (1, 2), group: int = 2):
+    """`(policy, batch)`: the warm start's policy and a full-context batch of its FrozenLake rollouts on
+    `seeds`, `group` per seed (torch seed 0)."""
+    from agentbench_af.models.policy import Policy
+    from agentbench_af.rollout.collect import collect_rollouts
+    from agentbench_af.rollout.engine import TransformersEngine
+    from agentbench_af.rollout.to_batch import trajectories_to_batch
+    from agentbench_af.rollout.types import RolloutConfig
+
+    policy = Policy.load(warm_start)
+    torch.manual_seed(0)
+    trajs = collect_rollouts(TransformersEngine(policy.lm, policy.pad_token_id), policy.tokenizer, policy.chat,
+                             FROZENLAKE, list(seeds), RolloutConfig(group_size=group, max_new_tokens=48))
+    return policy, trajectories_to_batch(trajs, "full", policy.pad_token_id)
+
+
 def frozenlake_warm_start(directory: Path) -> Path:
     """A FrozenLake policy SFT'd for 30 steps: valid on some turns, so rollout rewards vary."""
     cfg = tiny_config(directory, sft__steps=30, sft__lr=3e-3, sft__episodes=40)
