@@ -110,6 +110,15 @@ def step_trajectories(play: Callable[[list[int]], list], env, cfg: TrainConfig, 
     return drawn.trajs, drawn
 
 
+def _notes_before_rl(cfg: TrainConfig, lm: torch.nn.Module, ranks: dp.Ranks, autocast: torch.dtype | None) -> list[str]:
+    """The one-line notes rank 0 writes before RL: one forward's logits memory (one process only), a bf16 LoRA
+    update."""
+    if not ranks.is_main:
+        return []
+    notes = [None if ranks.active else logits_memory_note(cfg, vocab_of(lm)), lora_bf16_note(cfg, autocast)]
+    return [n for n in notes if n]
+
+
 def _train(cfg: TrainConfig, run: RunFolder | FollowerFolder, ranks: dp.Ranks, device: torch.device,
            autocast: torch.dtype | None, show_progress: bool) -> RunRecord:
     # the other ranks wait for rank 0's warm start (built, reused or branched from)
@@ -117,9 +126,7 @@ def _train(cfg: TrainConfig, run: RunFolder | FollowerFolder, ranks: dp.Ranks, d
                                   ranks, "warm start")
     learner = build_learner(cfg, warm.path, device, ranks)
     policy = learner.policy
-    if ranks.is_main and not ranks.active and (note := logits_memory_note(cfg, vocab_of(policy.lm))):
-        tqdm.write(note, file=sys.stderr)
-    if ranks.is_main and (note := lora_bf16_note(cfg, autocast)):
+    for note in _notes_before_rl(cfg, policy.lm, ranks, autocast):
         tqdm.write(note, file=sys.stderr)
     engine = build_engine(cfg.rollout, policy.lm, policy.pad_token_id, autocast, cfg.run.seed)
     env = agentbench_af.make(cfg.env.id, **cfg.env.overrides)
