@@ -115,7 +115,8 @@ def one_mode(args: argparse.Namespace) -> dict:
                     read["loss_bf16_forward_merged"] = float(sft_loss(merged_copy(policy.lm), mb))
     return {
         **read,
-        "mode": args.mode, "autocast": "bfloat16" if args.bf16 else "float32", "threads": args.threads, "rows": int(mb.input_ids.shape[0]),
+        "mode": args.mode, "autocast": "bfloat16" if args.bf16 else "float32", "threads": args.threads,
+        "rows": int(mb.input_ids.shape[0]),
         "columns": int(mb.input_ids.shape[1]), "response_tokens": int(mb.response_mask.sum()),
         "trainable_params": sum(p.numel() for p in params),
         "total_params": sum(p.numel() for p in policy.lm.parameters()),
