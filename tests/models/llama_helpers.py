@@ -1,6 +1,8 @@
-"""A small transformers Llama (SmolLM2's shape, scaled down) and a batch with shared prompts and two turns."""
+"""A small transformers Llama (SmolLM2's shape, scaled down), a batch with shared prompts and two turns, and a
+one-linear module for LoRA arithmetic worked by hand."""
 
 import torch
+from torch import nn
 from transformers import LlamaConfig, LlamaForCausalLM
 
 
@@ -27,3 +29,14 @@ def llama_batch(vocab: int = 97):
     response[:2, 13:16] = True
     response &= attention.bool()
     return ids, attention, response
+
+
+class OneLinear(nn.Module):
+    """One bias-free linear layer named `proj` (2 inputs, `outputs` outputs): LoRA's arithmetic by hand."""
+
+    def __init__(self, outputs: int = 2) -> None:
+        super().__init__()
+        self.proj = nn.Linear(2, outputs, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.proj(x)

@@ -6,7 +6,7 @@ import types
 
 import pytest
 import torch
-from llama_helpers import llama_batch, small_llama
+from llama_helpers import OneLinear, llama_batch, small_llama
 from torch import nn
 from transformers import LlamaForCausalLM
 
@@ -58,15 +58,6 @@ def test_adapter_a_is_drawn_from_the_seed_and_leaves_the_global_rng_alone():
     assert torch.equal(torch.get_rng_state(), state)
     wa, wb, wc = (m.model.layers[0].self_attn.q_proj.lora_A["default"].weight for m in (a, b, c))
     assert torch.equal(wa, wb) and not torch.equal(wa, wc)
-
-
-class OneLinear(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.proj = nn.Linear(2, 2, bias=False)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.proj(x)
 
 
 def test_the_update_is_scaled_by_alpha_over_rank_worked_by_hand():

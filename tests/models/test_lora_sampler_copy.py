@@ -5,7 +5,7 @@ refresh and in the engine."""
 
 import pytest
 import torch
-from llama_helpers import small_llama
+from llama_helpers import OneLinear, small_llama
 from torch import nn
 
 from agentbench_af.models.lora import LoraSettings, add_lora, has_lora, merged_copy, merged_parameter
@@ -38,20 +38,11 @@ def test_merged_parameter_is_the_merged_copys_parameter():
         assert torch.allclose(merged_parameter(lm, name), p, atol=1e-6), name
 
 
-class _One(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.proj = nn.Linear(2, 1, bias=False)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.proj(x)
-
-
 def test_a_small_update_survives_the_merged_cast_and_not_the_unmerged_add():
     # bf16 spacing on [1, 2) is 2^-7. The base weight w = 1 + 2^-8 - 2^-10 casts to 1.0; the adapter adds
     # d = 2^-9 (A = [1, 0], B = [2^-9], alpha / r = 1). Unmerged in bf16: the base output 1.0 plus 2^-9 rounds
     # back to 1.0. Merged: w + d = 1 + 2^-8 + 2^-10 lies past the midpoint and casts to 1 + 2^-7.
-    one = _One()
+    one = OneLinear(outputs=1)
     with torch.no_grad():
         one.proj.weight.copy_(torch.tensor([[1 + 2**-8 - 2**-10, 0.0]]))
     add_lora(one, LoraSettings(rank=1, alpha=1, targets=("proj",)), seed=0)
